@@ -1,0 +1,1 @@
+"""Deterministic, LLM-free fact extraction: sentences, time expressions, entities, facts."""

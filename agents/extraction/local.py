@@ -1,0 +1,296 @@
+"""Deterministic fact extraction without an LLM: one self-contained fact per turn.
+
+A turn is kept whole (only very long turns are cut on sentence boundaries) because dropping a
+sentence loses recall for good, while an over-long fact only costs a little ranking precision.
+What makes the text "self-contained" is resolving what a reader of the isolated fact could not:
+first person becomes the speaker's name, second person the other participant of a two-person
+chunk, and relative dates gain their absolute date in parentheses. Fact ids hash only the bank,
+the message id and the position inside the message, so redelivering a message in a differently
+cut chunk upserts the same facts instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.extraction.dates import TimeRange, find_time_ranges, format_time_range
+from agents.extraction.entities import (
+    Token,
+    entities_from_doc,
+    find_entities,
+    get_nlp,
+    merge_mentions,
+    tokens_from_doc,
+    tokens_from_text,
+)
+from agents.extraction.sentences import sentence_spans
+from schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
+from schemas.ids import stable_id
+
+__all__ = ["MAX_FACT_CHARS", "extract_local", "facts_for_message", "speakers_of"]
+
+MAX_FACT_CHARS = 600
+
+_FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
+_SECOND_PERSON = {"you", "your", "yours", "yourself"}
+_PLURAL_YOU = {"guys", "all", "two", "both", "folks", "people", "everyone"}
+_CONTRACTIONS = {"'m": "is", "'re": "is", "'ve": "has", "'d": "would", "'ll": "will", "'s": "is"}
+_AUX_3RD = {"am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "'m": "is"}
+# Past and present look alike for these; conjugating would turn "I read it" into "reads".
+_AMBIGUOUS_VERBS = {
+    "read", "put", "set", "cut", "hit", "let", "quit", "hurt", "bet", "cast", "cost", "shut",
+    "spread", "split", "upset", "broadcast", "thought", "felt", "had", "got", "made",
+}  # fmt: skip
+_ADVERB_TAGS = {"RB", "RBR", "RBS"}
+_QUANTIFIERS = {"all", "both", "each", "some", "many", "most", "none", "any", "either"}
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What rewriting one message needs, bundled to keep signatures short."""
+
+    text: str
+    tokens: list[Token]
+    speaker: str | None
+    other: str | None
+    ranges: list[TimeRange]
+
+
+def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
+    """Facts of every message of ``chunk``, in message order (never zero per message)."""
+    speakers = speakers_of(chunk.messages)
+    nlp = get_nlp()
+    texts = [m.content for m in chunk.messages]
+    docs: list[Any] = list(nlp.pipe(texts)) if nlp is not None else [None] * len(texts)
+    facts: list[ExtractedFact] = []
+    for message, doc in zip(chunk.messages, docs, strict=True):
+        facts.extend(facts_for_message(message, speakers, doc=doc))
+    return facts
+
+
+def speakers_of(messages: Sequence[MessageEvent]) -> list[str]:
+    """Distinct speakers in order of first appearance."""
+    seen: dict[str, None] = {}
+    for message in messages:
+        if message.speaker:
+            seen.setdefault(message.speaker, None)
+    return list(seen)
+
+
+def facts_for_message(
+    message: MessageEvent, speakers: Sequence[str], *, doc: Any | None = None
+) -> list[ExtractedFact]:
+    """Facts of one message; ``doc`` is its spaCy doc when the caller batched the pipeline."""
+    text = message.content
+    reference = message.timestamp or message.received_at
+    speaker = message.speaker or None
+    others = [s for s in speakers if s != speaker]
+    other = others[0] if speaker and len(speakers) == 2 and len(others) == 1 else None
+    tokens = tokens_from_doc(doc) if doc is not None else tokens_from_text(text)
+    turn = _Turn(text, tokens, speaker, other, find_time_ranges(text, reference))
+    known = list(dict.fromkeys([*speakers, *([speaker] if speaker else [])]))
+    if doc is not None:
+        mentions = entities_from_doc(doc, known_speakers=known)
+    else:
+        mentions = find_entities(text, known_speakers=known)
+    facts = []
+    for index, (start, end) in enumerate(_segments(text)):
+        facts.append(_fact(message, turn, start, end, index, mentions))
+    return facts
+
+
+# --------------------------------------------------------------------------- one fact
+
+
+def _fact(
+    message: MessageEvent,
+    turn: _Turn,
+    start: int,
+    end: int,
+    index: int,
+    mentions: list[EntityMention],
+) -> ExtractedFact:
+    body, first_person = _rewrite(turn, start, end)
+    text = _attribute(body, turn) if turn.speaker else body
+    ranges = [r for r in turn.ranges if start <= r.span[0] < end]
+    when = ranges[0] if ranges else None
+    return ExtractedFact(
+        fact_id=stable_id(message.bank_id, "fact", message.message_id, index),
+        text=text,
+        fact_type="experience" if first_person else "world",
+        occurred_start=when.start if when else None,
+        occurred_end=when.end if when else None,
+        mentioned_at=message.timestamp,
+        entities=_entities_for(text, turn, mentions, whole=(start, end) == (0, len(turn.text))),
+        source_message_ids=[message.message_id],
+        context=message.context,
+        document_id=message.document_id,
+        conversation_id=message.conversation_id,
+        tags=list(message.tags),
+        metadata=_metadata(message),
+        embedding=None,
+    )
+
+
+def _segments(text: str) -> list[tuple[int, int]]:
+    """The whole turn, or groups of whole sentences of at most ~MAX_FACT_CHARS each."""
+    if len(text) <= MAX_FACT_CHARS:
+        return [(0, len(text))]
+    groups: list[tuple[int, int]] = []
+    for s, e in sentence_spans(text) or [(0, len(text))]:
+        if groups and e - groups[-1][0] <= MAX_FACT_CHARS:
+            groups[-1] = (groups[-1][0], e)
+        else:
+            groups.append((s, e))
+    return groups
+
+
+def _attribute(body: str, turn: _Turn) -> str:
+    """Name the speaker when resolving pronouns did not already put them in the text."""
+    speaker = turn.speaker or ""
+    if speaker.lower() in body.lower():
+        return body
+    questions = [s for s in _sentences(body) if s.rstrip().endswith("?")]
+    asked = bool(questions) and len(questions) == len(_sentences(body))
+    if turn.other:
+        lead = f"{speaker} asked {turn.other}" if asked else f"{speaker} said to {turn.other}"
+    else:
+        lead = f"{speaker} asked" if asked else f"{speaker} said"
+    return f"{lead}: {body}"
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in sentence_spans(text)]
+
+
+def _entities_for(
+    text: str, turn: _Turn, mentions: list[EntityMention], *, whole: bool
+) -> list[EntityMention]:
+    """Speaker first, then mentions of this part of the turn, then participants resolved in.
+
+    Mentions are filtered by name only for a part of a split turn: for a whole turn the name
+    may legitimately be absent from the text (a nickname canonicalized to its speaker).
+    """
+    lowered = text.lower()
+    own = [EntityMention(name=turn.speaker, kind="person")] if turn.speaker else []
+    present = [m for m in mentions if whole or m.name.lower() in lowered]
+    resolved = [
+        EntityMention(name=name, kind="person") for name in (turn.other,) if name and name.lower() in lowered
+    ]
+    return merge_mentions([*own, *present, *resolved])
+
+
+def _metadata(message: MessageEvent) -> dict[str, Any]:
+    meta = dict(message.metadata)
+    meta["message_event_id"] = str(message.event_id)
+    meta.setdefault("extractor", "local")
+    if message.speaker:
+        meta.setdefault("speaker", message.speaker)
+    return meta
+
+
+# --------------------------------------------------------------------------- rewriting
+
+
+def _rewrite(turn: _Turn, start: int, end: int) -> tuple[str, bool]:
+    """Text of [start, end) with persons resolved and relative dates annotated.
+
+    Returns the text and whether the speaker spoke about themselves in first person.
+    """
+    tokens = [t for t in turn.tokens if start <= t.idx < end]
+    notes = _date_notes(turn, tokens)
+    words = [t.text for t in tokens]
+    first_person = False
+    for i, tok in enumerate(tokens):
+        low = _norm(tok.text)
+        if turn.speaker and low in _FIRST_PERSON and _is_pronoun(tok):
+            words[i] = _person_form(low, turn.speaker, tok)
+            first_person = True
+            if low == "i":
+                _agree(tokens, words, i)
+        elif turn.other and low in _SECOND_PERSON and _resolvable_you(tokens, i):
+            words[i] = _person_form(low, turn.other, tok)
+            if low == "you":
+                _agree(tokens, words, i)
+    parts = [w + notes.get(i, "") + tokens[i].whitespace for i, w in enumerate(words)]
+    return "".join(parts).strip() or turn.text[start:end].strip(), first_person
+
+
+def _date_notes(turn: _Turn, tokens: list[Token]) -> dict[int, str]:
+    """Token index -> " (7 May 2023)" to insert after the last token of a relative phrase."""
+    notes: dict[int, str] = {}
+    for tr in turn.ranges:
+        if not tr.relative:
+            continue
+        last = [i for i, t in enumerate(tokens) if t.idx < tr.span[1]]
+        if not last or tokens[last[-1]].idx < tr.span[0]:
+            continue
+        label = format_time_range(tr)
+        if label.lower() not in turn.text.lower():
+            notes[last[-1]] = f" ({label})"
+    return notes
+
+
+def _norm(word: str) -> str:
+    return word.lower().replace("\u2019", "'")
+
+
+def _is_pronoun(tok: Token) -> bool:
+    return tok.tag is None or tok.tag in ("PRP", "PRP$", "NN", "NNP")
+
+
+def _resolvable_you(tokens: list[Token], i: int) -> bool:
+    """Skip plural and formulaic second person, which does not point at one participant."""
+    nxt = _norm(tokens[i + 1].text) if i + 1 < len(tokens) else ""
+    prev = _norm(tokens[i - 1].text) if i > 0 else ""
+    before_prev = _norm(tokens[i - 2].text) if i > 1 else ""
+    if nxt in _PLURAL_YOU or (prev == "thank" and _norm(tokens[i].text) == "you"):
+        return False
+    return not (prev == "of" and before_prev in _QUANTIFIERS)
+
+
+def _person_form(low: str, name: str, tok: Token) -> str:
+    if low in ("my", "mine", "your", "yours"):
+        return f"{name}'s"
+    return name
+
+
+def _agree(tokens: list[Token], words: list[str], subject: int) -> None:
+    """Make the verb next to a resolved I/you agree with a third-person singular name."""
+    prev = subject - 1
+    if prev >= 0 and _norm(tokens[prev].text) == "n't":
+        prev -= 1
+    inverted = prev >= 0 and _norm(tokens[prev].text) in ("am", "are", "were", "have", "do")
+    if inverted:  # "are you ok?", "what kind of jobs are you thinking of?"
+        words[prev] = _match_case(_AUX_3RD[_norm(tokens[prev].text)], tokens[prev].text)
+        return
+    j = subject + 1
+    while j < len(tokens) and tokens[j].tag in _ADVERB_TAGS and j - subject <= 2:
+        j += 1
+    if j >= len(tokens):
+        return
+    word = _norm(tokens[j].text)
+    if word in _CONTRACTIONS and j == subject + 1 and tokens[subject].whitespace == "":
+        words[j] = " " + _CONTRACTIONS[word]
+    elif word in _AUX_3RD:
+        words[j] = _AUX_3RD[word]
+    elif tokens[j].tag == "VBP" and word.isalpha() and word not in _AMBIGUOUS_VERBS:
+        words[j] = _third_person(word)
+
+
+def _third_person(verb: str) -> str:
+    if verb in ("be", "am"):
+        return "is"
+    if verb == "have":
+        return "has"
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _match_case(word: str, original: str) -> str:
+    return word.capitalize() if original[:1].isupper() else word

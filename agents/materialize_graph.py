@@ -1,0 +1,147 @@
+"""Materializer: graph updates → Postgres (tempr.graph.v1 → tables), then offset commit.
+
+A batch is written in one transaction; its records are acked (so their offsets become
+committable) only after that transaction commits. Every write is an upsert keyed by a
+deterministic id, so a redelivered record changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import asyncpg
+
+from schemas.events import GraphEvent, decode_event
+from store import banks, entities, links, memories, messages, watermarks
+from streams.dead_letters import send_dead_letter
+from tempr.errors import InvalidEvent
+
+__all__ = ["NEAR_DUPLICATE_COSINE", "apply_graph_event", "register"]
+
+log = logging.getLogger(__name__)
+
+NEAR_DUPLICATE_COSINE = 0.95
+
+
+async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
+    """Write one chunk's facts, entities and links; returns the number of facts stored anew.
+
+    A bank with a tombstone only gets its journal entries closed, nothing else.
+    """
+    if await banks.deleted_among(conn, [event.bank_id]):
+        await messages.mark_processed(conn, event.message_event_ids)
+        return 0
+    await banks.ensure_banks(conn, [event.bank_id])
+    await memories.upsert_chunk(
+        conn,
+        chunk_id=event.chunk_id,
+        bank_id=event.bank_id,
+        conversation_id=event.conversation_id,
+        document_id=event.document_id,
+        text=event.chunk_text,
+        message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
+    )
+    replaced: dict[Any, Any] = {}
+    stored = 0
+    for fact in event.facts:
+        exists = await conn.fetchval("SELECT 1 FROM memory_units WHERE id = $1", fact.fact_id)
+        duplicate = (
+            None
+            if exists
+            else await memories.find_near_duplicate(
+                conn, event.bank_id, fact, min_cosine=NEAR_DUPLICATE_COSINE
+            )
+        )
+        if duplicate is not None:
+            await memories.merge_provenance(conn, duplicate, fact.source_message_ids)
+            replaced[fact.fact_id] = duplicate
+            continue
+        await memories.upsert_fact(conn, event.bank_id, event.chunk_id, fact)
+        stored += 0 if exists else 1
+    if event.entities:
+        await entities.upsert_entities(conn, event.bank_id, event.entities)
+    if event.unit_entities:
+        pairs = [
+            ue.model_copy(update={"unit_id": replaced.get(ue.unit_id, ue.unit_id)})
+            for ue in event.unit_entities
+        ]
+        await entities.link_units_to_entities(conn, event.bank_id, pairs)
+        await entities.refresh_mention_counts(conn, sorted({p.entity_id for p in pairs}))
+    if event.links:
+        remapped = [
+            lk.model_copy(
+                update={
+                    "from_id": replaced.get(lk.from_id, lk.from_id),
+                    "to_id": replaced.get(lk.to_id, lk.to_id),
+                }
+            )
+            for lk in event.links
+        ]
+        await links.upsert_links(conn, event.bank_id, [lk for lk in remapped if lk.from_id != lk.to_id])
+    await messages.mark_processed(conn, event.message_event_ids)
+    return stored
+
+
+def register(app: Any, topics: Any, ctx: Any) -> None:
+    @app.agent(topics.graph, name="materialize_graph")
+    async def materialize_graph(stream: Any) -> None:
+        await ctx.wait_ready()
+        async for events in stream.take_events(100, within=0.3):
+            decoded: list[tuple[Any, GraphEvent]] = []
+            for event in events:
+                try:
+                    graph = decode_event(event.value)
+                    if not isinstance(graph, GraphEvent):
+                        raise InvalidEvent(f"unexpected {graph.event_type} event on the graph topic")
+                    decoded.append((event, graph))
+                except InvalidEvent as exc:
+                    await send_dead_letter(
+                        topics.dlq, stage="materialize_graph", message=event.message, error=str(exc)
+                    )
+            try:
+                await _write_with_retry(ctx.db, decoded)
+            except Exception:
+                # One poisonous record must not sink its batch-mates: retry them one by one.
+                log.exception("batch write failed; retrying records one at a time")
+                for event, graph in decoded:
+                    try:
+                        await _write_batch(ctx.db, [(event, graph)])
+                    except Exception as exc:
+                        await send_dead_letter(
+                            topics.dlq, stage="materialize_graph", message=event.message, error=repr(exc)
+                        )
+
+
+_TRANSIENT = (
+    OSError,
+    ConnectionError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+)
+
+
+async def _write_with_retry(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent]]) -> None:
+    """Wait out a database outage instead of acking records that were never written."""
+    delay = 0.5
+    while True:
+        try:
+            await _write_batch(pool, batch)
+            return
+        except _TRANSIENT as exc:
+            log.warning("database unavailable (%r); retrying in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent]]) -> None:
+    if not batch:
+        return
+    async with pool.acquire() as conn, conn.transaction():
+        for event, graph in batch:
+            await apply_graph_event(conn, graph)
+            await watermarks.advance_watermark(
+                conn, graph.bank_id, event.message.topic, event.message.partition, event.message.offset
+            )

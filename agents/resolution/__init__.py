@@ -1,0 +1,1 @@
+"""Pure entity resolution and link building: no I/O, callers pass candidate rows in."""

@@ -1,0 +1,162 @@
+"""Segmenter: turns of a conversation → chunks (tempr.messages.v1 → tempr.chunks.v1).
+
+Turns are buffered per (bank, conversation) and flushed on a turn count, a size limit, an
+idle gap or an explicit end-of-conversation event. Items outside a conversation are chunks
+on their own. A buffered record is acked only once its chunk is sent, so the committed
+offset never passes a turn that exists only in this process's memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.events import ChunkEvent, EndOfConversation, MessageEvent, decode_event, encode_event
+from schemas.ids import stable_id
+from streams.dead_letters import send_dead_letter
+from streams.topics import conversation_key
+from tempr.errors import InvalidEvent
+
+__all__ = ["PendingChunk", "Segmenter", "register"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingChunk:
+    chunk: ChunkEvent
+    tokens: list[Any] = field(default_factory=list)  # whatever the caller acks after sending
+
+
+@dataclass
+class _Buffer:
+    messages: list[MessageEvent] = field(default_factory=list)
+    tokens: list[Any] = field(default_factory=list)
+    chars: int = 0
+    last_seen: float = 0.0
+
+
+class Segmenter:
+    """Pure buffering logic; `tokens` ride along so the caller can ack what was flushed."""
+
+    def __init__(self, *, max_turns: int, max_chars: int, idle_s: float) -> None:
+        self.max_turns = max_turns
+        self.max_chars = max_chars
+        self.idle_s = idle_s
+        self._buffers: dict[tuple[str, str], _Buffer] = {}
+
+    def add(
+        self, message: MessageEvent, token: Any = None, *, now: float | None = None
+    ) -> list[PendingChunk]:
+        now = time.monotonic() if now is None else now
+        if message.conversation_id is None:
+            return [PendingChunk(make_chunk([message]), [token])]
+        key = (message.bank_id, message.conversation_id)
+        buf = self._buffers.setdefault(key, _Buffer())
+        out: list[PendingChunk] = []
+        if buf.messages and buf.chars + len(message.content) > self.max_chars:
+            out.append(self._take(key))
+            buf = self._buffers.setdefault(key, _Buffer())
+        buf.messages.append(message)
+        buf.tokens.append(token)
+        buf.chars += len(message.content)
+        buf.last_seen = now
+        if len(buf.messages) >= self.max_turns:
+            out.append(self._take(key))
+        return out
+
+    def end(self, bank_id: str, conversation_id: str, token: Any = None) -> list[PendingChunk]:
+        key = (bank_id, conversation_id)
+        if key not in self._buffers:
+            return [PendingChunk(_empty_marker(), [token])] if token is not None else []
+        pending = self._take(key)
+        pending.tokens.append(token)
+        return [pending]
+
+    def flush_idle(self, *, now: float | None = None) -> list[PendingChunk]:
+        now = time.monotonic() if now is None else now
+        idle = [k for k, b in self._buffers.items() if now - b.last_seen >= self.idle_s]
+        return [self._take(k) for k in idle]
+
+    def flush_all(self) -> list[PendingChunk]:
+        return [self._take(k) for k in list(self._buffers)]
+
+    @property
+    def buffered(self) -> int:
+        return sum(len(b.messages) for b in self._buffers.values())
+
+    def _take(self, key: tuple[str, str]) -> PendingChunk:
+        buf = self._buffers.pop(key)
+        return PendingChunk(make_chunk(buf.messages), buf.tokens)
+
+
+def _empty_marker() -> ChunkEvent:
+    # Never sent: an end-of-conversation with nothing buffered only needs its ack.
+    return ChunkEvent.model_construct(messages=[])
+
+
+def make_chunk(messages: list[MessageEvent]) -> ChunkEvent:
+    first = messages[0]
+    return ChunkEvent(
+        chunk_id=stable_id(first.bank_id, "chunk", *(m.event_id for m in messages)),
+        bank_id=first.bank_id,
+        conversation_id=first.conversation_id,
+        document_id=first.document_id,
+        messages=messages,
+    )
+
+
+def register(app: Any, topics: Any, ctx: Any) -> None:
+    settings = ctx.settings
+    segmenter = Segmenter(
+        max_turns=settings.chunk_max_turns,
+        max_chars=settings.chunk_max_chars,
+        idle_s=settings.chunk_idle_s,
+    )
+
+    async def emit(pending: list[PendingChunk], stream: Any) -> None:
+        for item in pending:
+            if item.chunk.messages:
+                fut = await topics.chunks.send(
+                    key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
+                    value=encode_event(item.chunk),
+                )
+                await fut
+            for event in item.tokens:
+                if event is not None:
+                    await stream.ack(event)
+
+    state: dict[str, Any] = {}
+
+    @app.agent(topics.messages, name="segment_messages")
+    async def segment_messages(stream: Any) -> None:
+        state["stream"] = stream
+        async for event in stream.noack().events():
+            try:
+                decoded = decode_event(event.value)
+                if isinstance(decoded, MessageEvent):
+                    await emit(segmenter.add(decoded, event), stream)
+                elif isinstance(decoded, EndOfConversation):
+                    await emit(segmenter.end(decoded.bank_id, decoded.conversation_id, event), stream)
+                else:
+                    raise InvalidEvent(f"unexpected {decoded.event_type} event on the messages topic")
+            except InvalidEvent as exc:
+                await send_dead_letter(
+                    topics.dlq, stage="segment_messages", message=event.message, error=str(exc)
+                )
+                await stream.ack(event)
+            except Exception as exc:  # one bad record must not stop the pipeline
+                log.exception("segmenter failed")
+                await send_dead_letter(
+                    topics.dlq, stage="segment_messages", message=event.message, error=repr(exc)
+                )
+                await stream.ack(event)
+
+    @app.timer(interval=max(0.2, settings.chunk_idle_s / 2))
+    async def flush_idle_conversations() -> None:
+        stream = state.get("stream")
+        if stream is None or not segmenter.buffered:
+            return
+        await emit(segmenter.flush_idle(), stream)

@@ -1,0 +1,38 @@
+"""Dependencies injected into routes: the pool, the publisher, the settings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import asyncpg
+from fastapi import Depends, Path, Request
+
+from schemas.ids import BANK_ID_PATTERN
+from streams.publisher import Publisher
+from tempr.settings import Settings
+
+__all__ = ["BankIdPath", "PoolDep", "PublisherDep", "SettingsDep"]
+
+
+def _pool(request: Request) -> asyncpg.Pool:
+    return request.app.state.pool
+
+
+def _publisher(request: Request) -> Publisher:
+    return request.app.state.publisher
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+PoolDep = Annotated[asyncpg.Pool, Depends(_pool)]
+PublisherDep = Annotated[Publisher, Depends(_publisher)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+BankIdPath = Annotated[
+    str,
+    Path(
+        pattern=BANK_ID_PATTERN,
+        description="Bank id: 1-128 characters, letters, digits and . _ : - (not first).",
+    ),
+]

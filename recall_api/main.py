@@ -1,0 +1,51 @@
+"""The FastAPI application: resources opened in `lifespan`, routes mounted by resource."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from recall_api.errors import install_error_handlers
+from recall_api.routes import dead_letters, health, memories
+from store.pool import create_pool
+from streams.publisher import Publisher, create_producer
+from tempr import __version__
+from tempr.settings import Settings, get_settings
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        assert settings.database_url, "the API needs TEMPR_DATABASE_URL"
+        pool = await create_pool(settings.database_url)
+        producer = create_producer(settings.bootstrap)
+        await producer.start()
+        app.state.settings = settings
+        app.state.pool = pool
+        app.state.publisher = Publisher(pool, producer)
+        try:
+            yield
+        finally:
+            await producer.stop()
+            await pool.close()
+
+    app = FastAPI(
+        title="tempr",
+        version=__version__,
+        description="Long-term memory for AI agents: retain, recall, reflect.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(memories.router)
+    app.include_router(dead_letters.router)
+    return app

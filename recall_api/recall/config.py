@@ -1,0 +1,118 @@
+"""Recall tuning knobs, named presets for ablations, and the budget-to-depth mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ARMS",
+    "BUDGET_LIMITS",
+    "PRESETS",
+    "Arm",
+    "Budget",
+    "RecallConfig",
+    "budget_to_limit",
+    "get_preset",
+]
+
+Arm = Literal["semantic", "keyword", "graph", "temporal"]
+ARMS: tuple[Arm, ...] = get_args(Arm)
+
+Budget = Literal["low", "mid", "high"]
+BUDGET_LIMITS: Mapping[Budget, int] = MappingProxyType({"low": 100, "mid": 300, "high": 1000})
+
+# An alpha above 2 would let ``1 + alpha * (signal - 0.5)`` drop below zero and flip the sign
+# of the final score, so alphas are bounded there.
+_MAX_ALPHA = 2.0
+
+_Divisor = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+
+
+class RecallConfig(BaseModel):
+    """Everything recall needs besides the query itself. Immutable; derive with model_copy."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    semantic: bool = True
+    keyword: bool = True
+    graph: bool = True
+    temporal: bool = True
+
+    semantic_threshold: float = Field(default=0.3, ge=-1.0, le=1.0)  # cosine similarity floor
+    rrf_k: int = Field(default=60, ge=0)
+    rerank_max_candidates: int = Field(default=300, ge=1)
+    # Divisor applied to an arm's ranks before fusion: >1 favours the arm, <1 demotes it.
+    arm_boosts: dict[Arm, _Divisor] = Field(default_factory=dict)
+
+    recency_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
+    temporal_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
+    proof_alpha: float = Field(default=0.1, ge=0.0, le=_MAX_ALPHA)
+
+    rerank: bool = True
+    rerank_batch_size: int = Field(default=32, ge=1)
+
+    graph_seed_count: int = Field(default=20, ge=1)  # top semantic hits the graph expands from
+    graph_entity_weight: float = Field(default=0.5, gt=0.0)  # inside tanh(shared * weight)
+    graph_semantic_link_min: float = Field(default=0.7, ge=0.0, le=1.0)
+    graph_causal_boost: float = Field(default=2.0, gt=0.0)
+
+    temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
+    # Fused results considered for token packing, as a multiple of the budget limit.
+    packing_pool_factor: int = Field(default=2, ge=1)
+    default_max_tokens: int = Field(default=4096, ge=1)
+
+    @model_validator(mode="after")
+    def _needs_an_arm(self) -> RecallConfig:
+        if not self.enabled_arms():
+            raise ValueError("at least one retrieval arm must be enabled")
+        return self
+
+    def enabled_arms(self) -> tuple[Arm, ...]:
+        """Enabled arms in canonical order."""
+        return tuple(arm for arm in ARMS if getattr(self, arm))
+
+    def arm_boost(self, arm: Arm) -> float:
+        return self.arm_boosts.get(arm, 1.0)
+
+
+def _only(*arms: Arm) -> RecallConfig:
+    return RecallConfig(**{arm: arm in arms for arm in ARMS})
+
+
+PRESETS: dict[str, RecallConfig] = {
+    # Full pipeline: four arms, RRF, rerank, all three boosts.
+    "default": RecallConfig(),
+    # Drops link expansion; shows what the knowledge graph contributes.
+    "no-graph": RecallConfig(graph=False),
+    # Drops the time-window arm; temporal queries then rely on the other arms alone.
+    "no-temporal": RecallConfig(temporal=False),
+    # Drops BM25; exposes how often exact names/terms rescue a query.
+    "no-keyword": RecallConfig(keyword=False),
+    # Keeps fusion order, scores with synthetic RRF-rank scores instead of a cross-encoder.
+    "no-rerank": RecallConfig(rerank=False),
+    # Dense-vector baseline with the reranker on top.
+    "semantic-only": _only("semantic"),
+    # Lexical baseline with the reranker on top.
+    "keyword-only": _only("keyword"),
+}
+
+
+def get_preset(name: str) -> RecallConfig:
+    """A private copy of a named preset; unknown names list the valid ones."""
+    try:
+        preset = PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown recall preset {name!r}; choose from {sorted(PRESETS)}") from None
+    return preset.model_copy(deep=True)
+
+
+def budget_to_limit(budget: Budget) -> int:
+    """Per-arm candidate limit (search depth) for a budget level."""
+    try:
+        return BUDGET_LIMITS[budget]
+    except KeyError:
+        raise ValueError(f"budget must be one of {list(BUDGET_LIMITS)}, got {budget!r}") from None

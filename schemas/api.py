@@ -1,0 +1,135 @@
+"""Request and response models of the HTTP API (`/v1/...`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "ConsistencyToken",
+    "DeadLetterOut",
+    "ErrorBody",
+    "Health",
+    "Memory",
+    "MemoryPage",
+    "RetainItem",
+    "RetainRequest",
+    "RetainResponse",
+]
+
+
+class RetainItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=200_000, description="The text to remember.")
+    speaker: str | None = Field(default=None, max_length=256)
+    timestamp: AwareDatetime | None = Field(
+        default=None, description="When it was said (ISO 8601 with a timezone)."
+    )
+    conversation_id: str | None = Field(default=None, max_length=256)
+    message_id: str | None = Field(
+        default=None,
+        max_length=256,
+        description="The source's id for this message (e.g. a chat message id). Sending the same "
+        "id twice stores it once; without it, an id is derived from the content.",
+    )
+    context: str | None = Field(default=None, max_length=2000)
+    document_id: str | None = Field(default=None, max_length=256)
+    tags: list[str] = Field(default_factory=list, max_length=64)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+
+class RetainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[RetainItem] = Field(min_length=1, max_length=1000)
+
+
+class ConsistencyToken(BaseModel):
+    """Where a retain landed. `token` is what recall's `after` accepts."""
+
+    token: str
+    journal_seq: int
+    topic: str
+    partitions: dict[int, int] = Field(
+        default_factory=dict, description="Highest offset written per partition."
+    )
+
+    @staticmethod
+    def encode(journal_seq: int) -> str:
+        return f"j{journal_seq}"
+
+    @staticmethod
+    def decode(token: str) -> int:
+        if not token.startswith("j") or not token[1:].isdigit():
+            raise ValueError(f"not a consistency token: {token!r}")
+        return int(token[1:])
+
+
+class RetainResponse(BaseModel):
+    bank_id: str
+    accepted: int
+    event_ids: list[UUID]
+    consistency: ConsistencyToken
+
+
+class Memory(BaseModel):
+    id: UUID
+    text: str
+    fact_type: str
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    mentioned_at: datetime | None = None
+    confidence: float | None = None
+    proof_count: int = 1
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    context: str | None = None
+    conversation_id: str | None = None
+    document_id: str | None = None
+    chunk_id: UUID | None = None
+    source_message_ids: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class MemoryPage(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[Memory]
+
+
+class Health(BaseModel):
+    status: str
+    database: str
+    broker: str
+    pending_events: int | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeadLetterOut(BaseModel):
+    id: UUID
+    stage: str
+    topic: str
+    partition: int | None
+    offset: int | None
+    key: str | None
+    payload: str
+    error: str
+    failed_at: datetime
+    replayed_at: datetime | None = None
+
+
+class ErrorBody(BaseModel):
+    detail: str

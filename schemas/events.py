@@ -1,0 +1,220 @@
+"""Versioned stream events. A new version is a new class; old ones stay decodable.
+
+Every event carries a literal ``event_type`` and ``schema_version``; `decode_event` picks the
+class through a discriminated union and raises `InvalidEvent` with the validation error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from schemas.ids import BankId
+from tempr.errors import InvalidEvent
+
+__all__ = [
+    "BankDeleted",
+    "CausalRelation",
+    "ChunkEvent",
+    "DeadLetter",
+    "EndOfConversation",
+    "EntityMention",
+    "ExtractedFact",
+    "FactType",
+    "FactsEvent",
+    "GraphEvent",
+    "LinkType",
+    "MemoryLink",
+    "MessageEvent",
+    "ResolvedEntity",
+    "StreamEvent",
+    "UnitEntity",
+    "decode_event",
+    "encode_event",
+]
+
+FactType = Literal["world", "experience", "opinion", "observation"]
+LinkType = Literal["temporal", "semantic", "entity", "causes", "caused_by", "enables", "prevents"]
+CausalType = Literal["causes", "caused_by", "enables", "prevents"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class MessageEvent(_Event):
+    """One conversation turn or document item, as accepted (topic tempr.messages.v1)."""
+
+    event_type: Literal["message"] = "message"
+    schema_version: Literal[1] = 1
+    event_id: UUID
+    bank_id: BankId
+    message_id: str = Field(min_length=1, max_length=256)
+    content: str = Field(min_length=1)
+    speaker: str | None = None
+    timestamp: AwareDatetime | None = None
+    conversation_id: str | None = None
+    context: str | None = None
+    document_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    received_at: AwareDatetime
+
+
+class EndOfConversation(_Event):
+    """Flushes the segmenter's buffer for one conversation."""
+
+    event_type: Literal["end_of_conversation"] = "end_of_conversation"
+    schema_version: Literal[1] = 1
+    bank_id: BankId
+    conversation_id: str
+
+
+class ChunkEvent(_Event):
+    """Consecutive turns of one conversation (or one piece of a document) (tempr.chunks.v1)."""
+
+    event_type: Literal["chunk"] = "chunk"
+    schema_version: Literal[1] = 1
+    chunk_id: UUID
+    bank_id: BankId
+    conversation_id: str | None = None
+    document_id: str | None = None
+    messages: list[MessageEvent] = Field(min_length=1)
+
+
+class EntityMention(BaseModel):
+    name: str = Field(min_length=1)
+    kind: str = "other"  # person, org, location, product, concept, event, other
+
+
+class CausalRelation(BaseModel):
+    """A causal edge from the fact carrying it to another fact of the same chunk."""
+
+    target_index: int = Field(ge=0)
+    relation: CausalType
+    weight: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class ExtractedFact(BaseModel):
+    fact_id: UUID
+    text: str = Field(min_length=1)
+    fact_type: FactType = "world"
+    occurred_start: AwareDatetime | None = None
+    occurred_end: AwareDatetime | None = None
+    mentioned_at: AwareDatetime | None = None
+    confidence: float | None = None
+    entities: list[EntityMention] = Field(default_factory=list)
+    causal: list[CausalRelation] = Field(default_factory=list)
+    source_message_ids: list[str] = Field(default_factory=list)
+    context: str | None = None
+    document_id: str | None = None
+    conversation_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
+
+
+class FactsEvent(_Event):
+    """Facts of one chunk (tempr.facts.v1). `message_event_ids` are the journal rows covered."""
+
+    event_type: Literal["facts"] = "facts"
+    schema_version: Literal[1] = 1
+    bank_id: BankId
+    chunk_id: UUID
+    chunk_text: str = ""
+    conversation_id: str | None = None
+    document_id: str | None = None
+    message_event_ids: list[UUID]
+    facts: list[ExtractedFact] = Field(default_factory=list)
+
+
+class ResolvedEntity(BaseModel):
+    entity_id: UUID
+    canonical_name: str
+    kind: str = "other"
+    aliases: list[str] = Field(default_factory=list)
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class UnitEntity(BaseModel):
+    unit_id: UUID
+    entity_id: UUID
+
+
+class MemoryLink(BaseModel):
+    from_id: UUID
+    to_id: UUID
+    link_type: LinkType
+    weight: float = Field(ge=0.0, le=1.0)
+
+
+class GraphEvent(_Event):
+    """Everything the materializer writes for one chunk (tempr.graph.v1)."""
+
+    event_type: Literal["graph"] = "graph"
+    schema_version: Literal[1] = 1
+    bank_id: BankId
+    chunk_id: UUID
+    chunk_text: str = ""
+    conversation_id: str | None = None
+    document_id: str | None = None
+    message_event_ids: list[UUID]
+    facts: list[ExtractedFact] = Field(default_factory=list)
+    entities: list[ResolvedEntity] = Field(default_factory=list)
+    unit_entities: list[UnitEntity] = Field(default_factory=list)
+    links: list[MemoryLink] = Field(default_factory=list)
+
+
+class BankDeleted(_Event):
+    """Tombstone: a replay of the log must not bring a deleted bank back."""
+
+    event_type: Literal["bank_deleted"] = "bank_deleted"
+    schema_version: Literal[1] = 1
+    bank_id: BankId
+    deleted_at: AwareDatetime
+
+
+class DeadLetter(_Event):
+    """A record that failed, with the reason and the original payload (tempr.dlq.v1)."""
+
+    event_type: Literal["dead_letter"] = "dead_letter"
+    schema_version: Literal[1] = 1
+    stage: str
+    topic: str
+    partition: int | None = None
+    offset: int | None = None
+    key: str | None = None
+    payload: str
+    error: str
+    failed_at: AwareDatetime
+
+
+StreamEvent = Annotated[
+    MessageEvent | EndOfConversation | ChunkEvent | FactsEvent | GraphEvent | BankDeleted | DeadLetter,
+    Field(discriminator="event_type"),
+]
+_adapter: TypeAdapter[Any] = TypeAdapter(StreamEvent)
+
+
+def decode_event(raw: bytes | str) -> Any:
+    """Parse and validate one record; raises `InvalidEvent` with a readable reason."""
+    try:
+        return _adapter.validate_json(raw)
+    except ValidationError as exc:
+        raise InvalidEvent(_summarize(exc)) from exc
+
+
+def encode_event(event: BaseModel) -> bytes:
+    return event.model_dump_json(exclude_none=False).encode()
+
+
+def _summarize(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "record"
+        parts.append(f"{loc}: {err.get('msg')}")
+    return "; ".join(parts)

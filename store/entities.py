@@ -1,0 +1,62 @@
+"""Canonical entities and which memory units mention them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import asyncpg
+
+from schemas.events import ResolvedEntity, UnitEntity
+
+__all__ = ["bank_entities", "link_units_to_entities", "refresh_mention_counts", "upsert_entities"]
+
+
+async def upsert_entities(conn: asyncpg.Connection, bank_id: str, entities: Sequence[ResolvedEntity]) -> None:
+    await conn.executemany(
+        """
+        INSERT INTO entities (id, bank_id, canonical_name, kind, aliases, first_seen, last_seen)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (id) DO UPDATE SET
+            aliases = ARRAY(SELECT DISTINCT unnest(entities.aliases || EXCLUDED.aliases)),
+            kind = CASE WHEN entities.kind = 'other' THEN EXCLUDED.kind ELSE entities.kind END,
+            first_seen = LEAST(entities.first_seen, EXCLUDED.first_seen),
+            last_seen = GREATEST(entities.last_seen, EXCLUDED.last_seen)
+        """,
+        [
+            (e.entity_id, bank_id, e.canonical_name, e.kind, e.aliases, e.first_seen, e.last_seen)
+            for e in entities
+        ],
+    )
+
+
+async def link_units_to_entities(conn: asyncpg.Connection, bank_id: str, pairs: Sequence[UnitEntity]) -> None:
+    await conn.executemany(
+        """
+        INSERT INTO unit_entities (unit_id, entity_id, bank_id) VALUES ($1, $2, $3)
+        ON CONFLICT DO NOTHING
+        """,
+        [(p.unit_id, p.entity_id, bank_id) for p in pairs],
+    )
+
+
+async def refresh_mention_counts(conn: asyncpg.Connection, entity_ids: Sequence[UUID]) -> None:
+    """Counted from unit_entities, never incremented: redelivery must not inflate it."""
+    await conn.execute(
+        """
+        UPDATE entities e SET mention_count = (
+            SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id)
+        WHERE e.id = ANY($1::uuid[])
+        """,
+        list(entity_ids),
+    )
+
+
+async def bank_entities(pool: asyncpg.Pool | asyncpg.Connection, bank_id: str) -> list[asyncpg.Record]:
+    return await pool.fetch(
+        """
+        SELECT id, canonical_name, kind, aliases, mention_count, first_seen, last_seen
+        FROM entities WHERE bank_id = $1 ORDER BY mention_count DESC, canonical_name
+        """,
+        bank_id,
+    )

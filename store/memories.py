@@ -1,0 +1,167 @@
+"""Memory units and their chunks: idempotent writes and paged reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from schemas.events import ExtractedFact
+
+__all__ = [
+    "UNIT_COLUMNS",
+    "count_units",
+    "find_near_duplicate",
+    "list_units",
+    "merge_provenance",
+    "upsert_chunk",
+    "upsert_fact",
+]
+
+UNIT_COLUMNS = """
+    id, bank_id, text, fact_type, occurred_start, occurred_end, mentioned_at, confidence,
+    proof_count, tags, metadata, context, conversation_id, document_id, chunk_id,
+    source_message_ids, created_at, updated_at
+"""
+
+
+async def upsert_chunk(
+    conn: asyncpg.Connection,
+    *,
+    chunk_id: UUID,
+    bank_id: str,
+    conversation_id: str | None,
+    document_id: str | None,
+    text: str,
+    message_ids: Sequence[str],
+) -> None:
+    await conn.execute(
+        """
+        INSERT INTO chunks (id, bank_id, conversation_id, document_id, text, message_ids)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (id) DO UPDATE SET text = EXCLUDED.text, message_ids = EXCLUDED.message_ids
+        """,
+        chunk_id,
+        bank_id,
+        conversation_id,
+        document_id,
+        text,
+        list(message_ids),
+    )
+
+
+async def find_near_duplicate(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    fact: ExtractedFact,
+    *,
+    min_cosine: float,
+    window: timedelta = timedelta(hours=24),
+) -> UUID | None:
+    """Another fact of the bank, close in time, whose embedding is nearly the same."""
+    if fact.embedding is None:
+        return None
+    when = fact.occurred_start or fact.mentioned_at
+    return await conn.fetchval(
+        """
+        SELECT id FROM memory_units
+        WHERE bank_id = $1 AND id <> $2 AND fact_type = $3
+          AND ($5::timestamptz IS NULL
+               OR coalesce(occurred_start, mentioned_at) BETWEEN $5 - $6::interval AND $5 + $6::interval)
+          AND 1 - (embedding <=> $4) >= $7
+        ORDER BY embedding <=> $4
+        LIMIT 1
+        """,
+        bank_id,
+        fact.fact_id,
+        fact.fact_type,
+        np.asarray(fact.embedding, dtype=np.float32),
+        when,
+        window,
+        min_cosine,
+    )
+
+
+async def upsert_fact(
+    conn: asyncpg.Connection, bank_id: str, chunk_id: UUID | None, fact: ExtractedFact
+) -> None:
+    await conn.execute(
+        """
+        INSERT INTO memory_units (
+            id, bank_id, text, embedding, fact_type, occurred_start, occurred_end, mentioned_at,
+            confidence, tags, metadata, context, conversation_id, document_id, chunk_id,
+            source_message_ids)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+        ON CONFLICT (id) DO UPDATE SET
+            text = EXCLUDED.text,
+            embedding = EXCLUDED.embedding,
+            fact_type = EXCLUDED.fact_type,
+            occurred_start = EXCLUDED.occurred_start,
+            occurred_end = EXCLUDED.occurred_end,
+            mentioned_at = EXCLUDED.mentioned_at,
+            confidence = EXCLUDED.confidence,
+            tags = EXCLUDED.tags,
+            metadata = memory_units.metadata || EXCLUDED.metadata,
+            context = EXCLUDED.context,
+            chunk_id = EXCLUDED.chunk_id,
+            source_message_ids = ARRAY(SELECT DISTINCT unnest(
+                memory_units.source_message_ids || EXCLUDED.source_message_ids)),
+            updated_at = now()
+        """,
+        fact.fact_id,
+        bank_id,
+        fact.text,
+        None if fact.embedding is None else np.asarray(fact.embedding, dtype=np.float32),
+        fact.fact_type,
+        fact.occurred_start,
+        fact.occurred_end,
+        fact.mentioned_at,
+        fact.confidence,
+        fact.tags,
+        fact.metadata,
+        fact.context,
+        fact.conversation_id,
+        fact.document_id,
+        chunk_id,
+        fact.source_message_ids,
+    )
+
+
+async def merge_provenance(
+    conn: asyncpg.Connection, unit_id: UUID, source_message_ids: Sequence[str]
+) -> None:
+    """A near-duplicate keeps one row; the existing fact gains the new sources."""
+    await conn.execute(
+        """
+        UPDATE memory_units SET
+            source_message_ids = ARRAY(SELECT DISTINCT unnest(source_message_ids || $2::text[])),
+            updated_at = now()
+        WHERE id = $1
+        """,
+        unit_id,
+        list(source_message_ids),
+    )
+
+
+async def list_units(
+    pool: asyncpg.Pool, bank_id: str, *, limit: int, offset: int, fact_type: str | None = None
+) -> list[asyncpg.Record]:
+    return await pool.fetch(
+        f"""
+        SELECT {UNIT_COLUMNS} FROM memory_units
+        WHERE bank_id = $1 AND ($4::text IS NULL OR fact_type = $4)
+        ORDER BY created_at, id
+        LIMIT $2 OFFSET $3
+        """,
+        bank_id,
+        limit,
+        offset,
+        fact_type,
+    )
+
+
+async def count_units(pool: asyncpg.Pool, bank_id: str) -> int:
+    return await pool.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)

@@ -1,0 +1,121 @@
+"""The ingress journal: accepted messages, their publication and their materialization."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import asyncpg
+
+from schemas.events import MessageEvent
+
+__all__ = [
+    "bank_messages",
+    "due_for_redelivery",
+    "journal_messages",
+    "mark_processed",
+    "mark_published",
+    "max_seq",
+    "pending_count",
+    "pending_up_to",
+]
+
+
+async def journal_messages(conn: asyncpg.Connection, events: Sequence[MessageEvent]) -> dict[UUID, int]:
+    """Insert what is new; return the journal sequence number of every event (old or new)."""
+    await conn.executemany(
+        """
+        INSERT INTO messages (id, bank_id, message_id, conversation_id, document_id, payload)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (id) DO NOTHING
+        """,
+        [
+            (
+                e.event_id,
+                e.bank_id,
+                e.message_id,
+                e.conversation_id,
+                e.document_id,
+                e.model_dump(mode="json"),
+            )
+            for e in events
+        ],
+    )
+    rows = await conn.fetch(
+        "SELECT id, seq FROM messages WHERE id = ANY($1::uuid[])", [e.event_id for e in events]
+    )
+    return {r["id"]: r["seq"] for r in rows}
+
+
+async def mark_published(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> None:
+    await conn.execute(
+        """
+        UPDATE messages SET published_at = now(), publish_count = publish_count + 1
+        WHERE id = ANY($1::uuid[])
+        """,
+        list(ids),
+    )
+
+
+async def mark_processed(conn: asyncpg.Connection, ids: Sequence[UUID]) -> int:
+    result = await conn.execute(
+        "UPDATE messages SET processed_at = now() WHERE id = ANY($1::uuid[]) AND processed_at IS NULL",
+        list(ids),
+    )
+    return int(result.split()[-1])
+
+
+async def due_for_redelivery(
+    pool: asyncpg.Pool, *, older_than_s: float, after_seq: int = 0, limit: int = 1000
+) -> list[tuple[int, MessageEvent]]:
+    """Unprocessed entries never published, or published longer ago than the timeout."""
+    rows = await pool.fetch(
+        """
+        SELECT seq, payload FROM messages
+        WHERE processed_at IS NULL AND seq > $3
+          AND (published_at IS NULL OR published_at < now() - make_interval(secs => $1))
+          AND bank_id NOT IN (SELECT id FROM deleted_banks)
+        ORDER BY seq
+        LIMIT $2
+        """,
+        older_than_s,
+        limit,
+        after_seq,
+    )
+    return [(r["seq"], MessageEvent.model_validate(r["payload"])) for r in rows]
+
+
+async def pending_count(pool: asyncpg.Pool, bank_id: str | None = None) -> int:
+    if bank_id is None:
+        return await pool.fetchval("SELECT count(*) FROM messages WHERE processed_at IS NULL")
+    return await pool.fetchval(
+        "SELECT count(*) FROM messages WHERE processed_at IS NULL AND bank_id = $1", bank_id
+    )
+
+
+async def pending_up_to(pool: asyncpg.Pool, bank_id: str, seq: int) -> bool:
+    """True while some message of the bank at or before `seq` is not materialized yet."""
+    return await pool.fetchval(
+        """
+        SELECT EXISTS (SELECT 1 FROM messages
+                       WHERE bank_id = $1 AND seq <= $2 AND processed_at IS NULL)
+        """,
+        bank_id,
+        seq,
+    )
+
+
+async def max_seq(pool: asyncpg.Pool, bank_id: str) -> int:
+    return await pool.fetchval("SELECT coalesce(max(seq), 0) FROM messages WHERE bank_id = $1", bank_id)
+
+
+async def bank_messages(
+    pool: asyncpg.Pool, bank_id: str, *, after_seq: int = 0, limit: int = 1000
+) -> list[tuple[int, MessageEvent]]:
+    rows = await pool.fetch(
+        "SELECT seq, payload FROM messages WHERE bank_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        bank_id,
+        after_seq,
+        limit,
+    )
+    return [(r["seq"], MessageEvent.model_validate(r["payload"])) for r in rows]

@@ -1,0 +1,61 @@
+"""The typed bundle of clients every agent receives, with one owner of its lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from inference.embeddings import Embedder, get_embedder
+from store.pool import create_pool
+from tempr.settings import Settings
+
+__all__ = ["WorkerContext"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerContext:
+    settings: Settings
+    pool: asyncpg.Pool | None = None
+    embedder: Embedder | None = None
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _stop_callbacks: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
+
+    def on_stop(self, callback: Callable[[], Awaitable[Any]]) -> None:
+        self._stop_callbacks.append(callback)
+
+    async def start(self) -> None:
+        assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
+        self.pool = await create_pool(self.settings.database_url, max_size=5)
+        self.embedder = await asyncio.to_thread(
+            get_embedder, self.settings.embedding_model, self.settings.embedding_batch_size
+        )
+        log.info("worker context ready (embedding model %s)", self.settings.embedding_model)
+        self.ready.set()
+
+    async def stop(self) -> None:
+        for callback in reversed(self._stop_callbacks):
+            await callback()
+        self._stop_callbacks.clear()
+        if self.pool is not None:
+            await self.pool.close()
+            self.pool = None
+
+    async def wait_ready(self) -> None:
+        await self.ready.wait()
+
+    @property
+    def db(self) -> asyncpg.Pool:
+        assert self.pool is not None, "worker context not started"
+        return self.pool
+
+    @property
+    def embeddings(self) -> Embedder:
+        assert self.embedder is not None, "worker context not started"
+        return self.embedder

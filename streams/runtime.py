@@ -1,0 +1,178 @@
+"""`tempr up`: one command, one data directory, every part of the system.
+
+The supervisor owns its children: the embedded Postgres and broker (unless external ones
+are configured), then a Faust worker and the API as subprocesses that die with it. It
+restarts a child that crashes, and on SIGINT/SIGTERM stops them in reverse order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from store.migrate import apply_migrations
+from store.pool import create_pool
+from streams.admin import ensure_topics
+from streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
+from streams.publisher import Publisher, create_producer
+from tempr.settings import Settings
+
+__all__ = ["Supervisor", "child_env"]
+
+log = logging.getLogger(__name__)
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    """The children read the same settings, with the embedded services' addresses filled in."""
+    env = dict(os.environ)
+    env.update(
+        TEMPR_DATABASE_URL=settings.database_url or "",
+        TEMPR_KAFKA_BOOTSTRAP=settings.bootstrap,
+        TEMPR_DATA_DIR=str(settings.data_dir),
+        TEMPR_HOST=settings.host,
+        TEMPR_PORT=str(settings.port),
+    )
+    return env
+
+
+@dataclass
+class _Child:
+    name: str
+    argv: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    say: Callable[[str], None] = print
+    postgres: EmbeddedPostgres | None = None
+    broker: EmbeddedBroker | None = None
+    children: list[_Child] = field(default_factory=list)
+    _stopping: bool = False
+
+    def start_services(self) -> Settings:
+        """Start Postgres and the broker (embedded or not), migrate, create topics."""
+        s = self.settings
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        if s.embedded_database:
+            self.say(f"starting PostgreSQL + pgvector in {s.pg_dir}")
+            self.postgres = EmbeddedPostgres(s.pg_dir)
+            s = s.model_copy(update={"database_url": self.postgres.start()})
+        if s.embedded_broker:
+            self.say(f"starting the Kafka-protocol broker (Tansu) on 127.0.0.1:{s.broker_port}")
+            self.broker = EmbeddedBroker(s.broker_port, log_path=s.data_dir / "broker.log")
+            s = s.model_copy(update={"kafka_bootstrap": self.broker.start()})
+        self.settings = s
+        assert s.database_url
+        applied = asyncio.run(self._prepare(s))
+        self.say(f"schema ready ({', '.join(applied) or 'up to date'}); topics ready")
+        return s
+
+    async def _prepare(self, s: Settings) -> list[str]:
+        assert s.database_url
+        applied = await apply_migrations(s.database_url)
+        await ensure_topics(s.bootstrap, s.topic_partitions)
+        # An embedded broker starts with an empty log: everything accepted but not yet
+        # materialized is published again. An external broker kept its log, so only
+        # entries that were never published or are overdue go out.
+        pool = await create_pool(s.database_url, max_size=2)
+        producer = create_producer(s.bootstrap)
+        await producer.start()
+        try:
+            older = 0.0 if s.embedded_broker else s.redeliver_after_s
+            count = await Publisher(pool, producer).redeliver(older_than_s=older)
+            if count:
+                self.say(f"re-published {count} accepted messages not yet materialized")
+        finally:
+            await producer.stop()
+            await pool.close()
+        return applied
+
+    def start_children(self) -> None:
+        python = sys.executable
+        self.children = [
+            _Child("worker", [python, "-m", "tempr.cli", "worker"]),
+            _Child("api", [python, "-m", "tempr.cli", "api"]),
+        ]
+        for child in self.children:
+            self._spawn(child)
+
+    def _spawn(self, child: _Child) -> None:
+        log_file = open(self.settings.data_dir / f"{child.name}.log", "ab")  # noqa: SIM115
+        child.proc = subprocess.Popen(
+            child.argv,
+            env=child_env(self.settings),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+        )
+        child.started_at = time.monotonic()
+
+    def wait_until_healthy(self, timeout: float = 120.0) -> dict:
+        url = f"http://{self.settings.host}:{self.settings.port}/health"
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while time.monotonic() < deadline:
+            self.check_children()
+            try:
+                r = httpx.get(url, timeout=2)
+                if r.status_code == 200:
+                    return r.json()
+                last = r.text
+            except httpx.HTTPError as exc:
+                last = exc
+            time.sleep(0.3)
+        raise TimeoutError(f"API not healthy at {url} after {timeout:.0f}s: {last}")
+
+    def check_children(self) -> None:
+        """Restart a child that exited on its own (with a short backoff)."""
+        for child in self.children:
+            if self._stopping or child.proc is None or child.proc.poll() is None:
+                continue
+            code = child.proc.returncode
+            child.restarts += 1
+            self.say(f"{child.name} exited with {code}; restarting (#{child.restarts})")
+            time.sleep(min(5.0, 0.5 * child.restarts))
+            self._spawn(child)
+
+    def run_forever(self) -> None:
+        stop = {"now": False}
+
+        def _on_signal(signum: int, _frame: object) -> None:
+            stop["now"] = True
+
+        signal.signal(signal.SIGINT, _on_signal)
+        signal.signal(signal.SIGTERM, _on_signal)
+        while not stop["now"]:
+            self.check_children()
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        self._stopping = True
+        for child in reversed(self.children):
+            if child.proc is not None and child.proc.poll() is None:
+                child.proc.terminate()
+        for child in reversed(self.children):
+            if child.proc is None:
+                continue
+            try:
+                child.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                child.proc.kill()
+                child.proc.wait()
+        if self.broker is not None:
+            self.broker.stop()
+        if self.postgres is not None:
+            self.postgres.stop()

@@ -1,0 +1,21 @@
+"""The `tempr` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import typer
+
+from tempr.cli import services
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="tempr",
+    help="tempr: long-term memory for AI agents, built as a streaming pipeline.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+services.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,3 @@
+from tempr.cli import main
+
+main()

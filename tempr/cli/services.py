@@ -1,0 +1,124 @@
+"""Commands that run tempr's processes: up, worker, api, migrate."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tempr.settings import Settings, get_settings
+
+__all__ = ["register"]
+
+console = Console(stderr=True)
+
+
+def _overrides(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def up(
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Where everything lives (default ~/.local/share/tempr).")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="API bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="API port (default 8000).")] = None,
+    broker_port: Annotated[
+        int | None, typer.Option(help="Port of the embedded broker (default 9092).")
+    ] = None,
+    kafka_bootstrap: Annotated[
+        str | None, typer.Option(help="Use this Kafka cluster instead of the embedded broker.")
+    ] = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="Use this Postgres (with pgvector) instead of the embedded one.")
+    ] = None,
+) -> None:
+    """Run the whole system: Postgres+pgvector, a Kafka-protocol broker, the worker and the API.
+
+    With no options everything is embedded and kept in one data directory; a second
+    `tempr up` reuses it. Any part can point at an external service instead (also through
+    TEMPR_* environment variables). Ctrl-C stops everything.
+    """
+    from streams.runtime import Supervisor
+
+    settings = Settings(
+        **_overrides(
+            data_dir=data_dir,
+            host=host,
+            port=port,
+            broker_port=broker_port,
+            kafka_bootstrap=kafka_bootstrap,
+            database_url=database_url,
+        )
+    )
+    logging.basicConfig(level=logging.WARNING)
+    started = time.monotonic()
+    supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]·[/dim] {msg}"))
+    try:
+        with console.status("starting tempr…"):
+            settings = supervisor.start_services()
+            console.print("[dim]·[/dim] starting the worker and the API")
+            supervisor.start_children()
+            health = supervisor.wait_until_healthy()
+        _print_endpoints(settings, health, time.monotonic() - started)
+        supervisor.run_forever()
+    finally:
+        with console.status("stopping…"):
+            supervisor.stop()
+        console.print("tempr stopped")
+
+
+def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
+    table = Table(title=f"tempr is up ({elapsed:.1f}s)", show_header=True)
+    table.add_column("part")
+    table.add_column("where")
+    table.add_row("API", f"http://{settings.host}:{settings.port}  (docs: /docs)")
+    table.add_row("PostgreSQL", settings.database_url or "")
+    table.add_row("Kafka broker", settings.bootstrap)
+    table.add_row("worker", f"logs in {settings.data_dir / 'worker.log'}")
+    table.add_row("data", str(settings.data_dir))
+    table.add_row("pending events", str(health.get("pending_events")))
+    console.print(table)
+    console.print("Ctrl-C to stop.")
+
+
+def worker() -> None:
+    """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
+    from streams.worker import run_worker
+
+    run_worker(get_settings())
+
+
+def api() -> None:
+    """Run the HTTP API (uvicorn) on TEMPR_HOST:TEMPR_PORT."""
+    import uvicorn
+
+    from recall_api.main import create_app
+
+    settings = get_settings()
+    logging.basicConfig(level=settings.log_level)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+
+
+def migrate() -> None:
+    """Apply database migrations to TEMPR_DATABASE_URL (safe to run concurrently)."""
+    from store.migrate import apply_migrations
+
+    settings = get_settings()
+    if not settings.database_url:
+        raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
+    applied = asyncio.run(apply_migrations(settings.database_url))
+    console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(up)
+    app.command()(worker)
+    app.command()(api)
+    app.command()(migrate)

@@ -1,0 +1,49 @@
+"""One error hierarchy; the API maps each class to a status code in one place.
+
+TemprError
+├── NotFound            → 404
+├── InvalidRequest      → 400
+├── InvalidEvent        → dead letter (stream side)
+├── Unavailable         → 503 (no LLM configured, broker down, ...)
+└── UpstreamLLMError    → 502
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConsistencyTimeout",
+    "InvalidEvent",
+    "InvalidRequest",
+    "NotFound",
+    "TemprError",
+    "Unavailable",
+    "UpstreamLLMError",
+]
+
+
+class TemprError(Exception):
+    """Base class of every error tempr raises on purpose."""
+
+
+class NotFound(TemprError):
+    pass
+
+
+class InvalidRequest(TemprError):
+    pass
+
+
+class InvalidEvent(TemprError):
+    """A stream record that cannot be decoded or validated."""
+
+
+class Unavailable(TemprError):
+    pass
+
+
+class UpstreamLLMError(TemprError):
+    pass
+
+
+class ConsistencyTimeout(TemprError):
+    """A read-your-writes wait (`after` token) ran out of time."""

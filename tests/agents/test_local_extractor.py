@@ -1,0 +1,187 @@
+"""The local extractor on real LoCoMo turns (conv-26: Caroline and Melanie)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.extraction.local import MAX_FACT_CHARS, extract_local
+from schemas.events import ChunkEvent, ExtractedFact, MessageEvent
+from schemas.ids import stable_id
+
+LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo"
+BANK = "test-bank"
+
+
+def _conversation() -> dict[str, Any]:
+    path = LOCOMO / "conv-26.json"
+    if not path.exists():
+        pytest.skip(f"LoCoMo data not found at {path}")
+    return json.loads(path.read_text())
+
+
+def _session_time(raw: str) -> datetime:
+    return datetime.strptime(raw, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def _messages(conv: dict[str, Any], session: int) -> list[MessageEvent]:
+    when = _session_time(conv[f"session_{session}_date_time"])
+    return [
+        MessageEvent(
+            event_id=uuid.uuid5(uuid.NAMESPACE_URL, turn["dia_id"]),
+            bank_id=BANK,
+            message_id=turn["dia_id"],
+            content=turn["text"],
+            speaker=turn["speaker"],
+            timestamp=when,
+            conversation_id="conv-26",
+            tags=["locomo"],
+            metadata={"session": session},
+            received_at=when,
+        )
+        for turn in conv[f"session_{session}"]
+    ]
+
+
+def _chunk(messages: list[MessageEvent]) -> ChunkEvent:
+    return ChunkEvent(chunk_id=uuid.uuid4(), bank_id=BANK, conversation_id="conv-26", messages=messages)
+
+
+def _sessions(conv: dict[str, Any]) -> list[int]:
+    n = 1
+    while f"session_{n}" in conv:
+        n += 1
+    return list(range(1, n))
+
+
+def _by_message(facts: list[ExtractedFact]) -> dict[str, list[ExtractedFact]]:
+    out: dict[str, list[ExtractedFact]] = {}
+    for fact in facts:
+        out.setdefault(fact.source_message_ids[0], []).append(fact)
+    return out
+
+
+def test_first_person_and_relative_date_resolved() -> None:
+    facts = _by_message(extract_local(_chunk(_messages(_conversation(), 1))))
+    (fact,) = facts["D1:3"]
+    assert fact.text.startswith("Caroline went to a LGBTQ support group yesterday")
+    assert "7 May 2023" in fact.text
+    assert "I " not in fact.text
+    assert fact.fact_type == "experience"
+    assert fact.occurred_start == datetime(2023, 5, 7, tzinfo=UTC)
+    assert fact.occurred_end == datetime(2023, 5, 7, 23, 59, 59, tzinfo=UTC)
+    assert fact.mentioned_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert fact.source_message_ids == ["D1:3"]
+    names = {e.name: e.kind for e in fact.entities}
+    assert names["Caroline"] == "person"
+    assert "LGBTQ" in names
+
+
+def test_second_person_resolved_and_speaker_named() -> None:
+    facts = _by_message(extract_local(_chunk(_messages(_conversation(), 1))))
+    (fact,) = facts["D1:4"]  # Melanie: "... Did you hear any inspiring stories?"
+    assert "Melanie" in fact.text
+    assert "Did Caroline hear" in fact.text
+    assert fact.fact_type == "world"
+    assert {"Melanie", "Caroline"} <= {e.name for e in fact.entities}
+    assert fact.occurred_start is None and fact.occurred_end is None
+
+
+def test_every_turn_yields_a_fact_with_provenance_and_speaker() -> None:
+    conv = _conversation()
+    messages = _messages(conv, 1)
+    facts = extract_local(_chunk(messages))
+    by_message = _by_message(facts)
+    assert list(by_message) == [m.message_id for m in messages]
+    for message in messages:
+        for fact in by_message[message.message_id]:
+            assert message.speaker is not None and message.speaker in fact.text
+            assert fact.source_message_ids == [message.message_id]
+            assert fact.entities[0].name == message.speaker
+            assert fact.entities[0].kind == "person"
+            assert fact.conversation_id == "conv-26"
+            assert fact.tags == ["locomo"]
+            assert fact.metadata["session"] == 1
+            assert fact.metadata["message_event_id"] == str(message.event_id)
+            assert fact.embedding is None
+
+
+def test_filler_turn_still_produces_a_fact() -> None:
+    conv = _conversation()
+    message = _messages(conv, 1)[0].model_copy(update={"content": "lol", "message_id": "X:1"})
+    (fact,) = extract_local(_chunk([message]))
+    assert fact.source_message_ids == ["X:1"]
+    assert "Caroline" in fact.text and "lol" in fact.text
+
+
+def test_fact_ids_are_stable_across_chunk_boundaries() -> None:
+    messages = _messages(_conversation(), 1)
+    whole = extract_local(_chunk(messages))
+    halves = extract_local(_chunk(messages[:5])) + extract_local(_chunk(messages[5:]))
+    again = extract_local(_chunk(messages))
+    assert [f.fact_id for f in whole] == [f.fact_id for f in halves]
+    assert [f.model_dump() for f in whole] == [f.model_dump() for f in again]
+    first = whole[0]
+    assert first.fact_id == stable_id(BANK, "fact", first.source_message_ids[0], 0)
+
+
+def test_long_turn_is_split_on_sentences_with_same_provenance() -> None:
+    conv = _conversation()
+    base = _messages(conv, 1)[2]  # Caroline, D1:3
+    sentence = "I painted a big mural with my friends at the community center yesterday. "
+    long_text = sentence * (MAX_FACT_CHARS // len(sentence) + 3)
+    (message,) = [base.model_copy(update={"content": long_text.strip()})]
+    facts = extract_local(_chunk([message]))
+    assert len(facts) >= 2
+    assert all(f.source_message_ids == ["D1:3"] for f in facts)
+    assert all(len(f.text) <= MAX_FACT_CHARS * 1.5 for f in facts)
+    assert len({f.fact_id for f in facts}) == len(facts)
+    assert all("Caroline" in f.text for f in facts)
+    assert sum(f.text.count("mural") for f in facts) == long_text.count("mural")
+
+
+def test_message_without_speaker_is_kept_verbatim() -> None:
+    when = datetime(2023, 5, 8, tzinfo=UTC)
+    message = MessageEvent(
+        event_id=uuid.uuid4(),
+        bank_id=BANK,
+        message_id="doc-1",
+        content="The plant opened in 2019 in Berlin.",
+        timestamp=when,
+        document_id="d1",
+        received_at=when,
+    )
+    (fact,) = extract_local(_chunk([message]))
+    assert fact.text == "The plant opened in 2019 in Berlin."
+    assert fact.fact_type == "world"
+    assert fact.document_id == "d1"
+    assert fact.occurred_start == datetime(2019, 1, 1, tzinfo=UTC)
+
+
+def test_all_of_conv_26_is_fast_and_complete() -> None:
+    conv = _conversation()
+    chunks = [_chunk(_messages(conv, s)) for s in _sessions(conv)]
+    extract_local(chunks[0])  # warm the spaCy model outside the timing
+    started = time.perf_counter()
+    facts = [f for chunk in chunks for f in extract_local(chunk)]
+    elapsed = time.perf_counter() - started
+    turns = sum(len(c.messages) for c in chunks)
+    assert len({f.source_message_ids[0] for f in facts}) == turns
+    assert len({f.fact_id for f in facts}) == len(facts)
+    assert elapsed < 30, f"{turns} turns took {elapsed:.1f}s"
+
+
+def test_works_without_spacy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.extraction import local
+
+    monkeypatch.setattr(local, "get_nlp", lambda: None)
+    facts = _by_message(extract_local(_chunk(_messages(_conversation(), 1))))
+    (fact,) = facts["D1:3"]
+    assert fact.text.startswith("Caroline went to a LGBTQ support group yesterday (7 May 2023)")
+    assert fact.entities[0].name == "Caroline"

@@ -1,0 +1,91 @@
+"""Shared fixtures. Integration tests run against one real embedded stack per session:
+PostgreSQL+pgvector (pgserver), the Tansu broker, a Faust worker and the API, started by the
+same `Supervisor` that `tempr up` uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from store.pool import create_pool
+from streams.runtime import Supervisor
+from tempr.settings import Settings
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_settings(data_dir: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "data_dir": data_dir,
+        "port": free_port(),
+        "broker_port": free_port(),
+        "topic_partitions": 4,
+        "chunk_idle_s": 0.5,
+        "sweep_interval_s": 2.0,
+        "redeliver_after_s": 30.0,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
+    supervisor = Supervisor(test_settings(tmp_path_factory.mktemp("tempr")), say=lambda _m: None)
+    try:
+        supervisor.start_services()
+        supervisor.start_children()
+        supervisor.wait_until_healthy(timeout=180)
+        yield supervisor
+    finally:
+        supervisor.stop()
+
+
+@pytest.fixture(scope="session")
+def api(stack: Supervisor) -> Iterator[httpx.Client]:
+    s = stack.settings
+    with httpx.Client(base_url=f"http://{s.host}:{s.port}", timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+async def db(stack: Supervisor) -> AsyncIterator[asyncpg.Pool]:
+    assert stack.settings.database_url
+    pool = await create_pool(stack.settings.database_url, max_size=4)
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+def bank() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+def wait_until(predicate: Callable[[], bool], *, timeout: float = 60.0, interval: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+async def async_wait_until(predicate: Callable[[], object], *, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():  # type: ignore[misc]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(0.2)

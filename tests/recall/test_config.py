@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from recall_api.recall.config import (
+    ARMS,
+    PRESETS,
+    RecallConfig,
+    budget_to_limit,
+    get_preset,
+)
+
+EXPECTED_PRESETS = {
+    "default",
+    "no-graph",
+    "no-temporal",
+    "no-keyword",
+    "no-rerank",
+    "semantic-only",
+    "keyword-only",
+}
+
+
+def test_defaults_follow_the_pipeline_constants() -> None:
+    cfg = RecallConfig()
+    assert cfg.enabled_arms() == ARMS
+    assert cfg.semantic_threshold == 0.3
+    assert cfg.rrf_k == 60
+    assert cfg.rerank_max_candidates == 300
+    assert cfg.arm_boosts == {}
+    assert (cfg.recency_alpha, cfg.temporal_alpha, cfg.proof_alpha) == (0.2, 0.2, 0.1)
+    assert cfg.rerank is True
+    assert cfg.graph_entity_weight == 0.5
+    assert cfg.graph_causal_boost == 2.0
+
+
+def test_all_named_presets_exist_and_are_valid() -> None:
+    assert set(PRESETS) == EXPECTED_PRESETS
+    for cfg in PRESETS.values():
+        RecallConfig.model_validate(cfg.model_dump())
+
+
+@pytest.mark.parametrize(
+    ("name", "arms", "rerank"),
+    [
+        ("default", ("semantic", "keyword", "graph", "temporal"), True),
+        ("no-graph", ("semantic", "keyword", "temporal"), True),
+        ("no-temporal", ("semantic", "keyword", "graph"), True),
+        ("no-keyword", ("semantic", "graph", "temporal"), True),
+        ("no-rerank", ("semantic", "keyword", "graph", "temporal"), False),
+        ("semantic-only", ("semantic",), True),
+        ("keyword-only", ("keyword",), True),
+    ],
+)
+def test_preset_shapes(name: str, arms: tuple[str, ...], rerank: bool) -> None:
+    cfg = PRESETS[name]
+    assert cfg.enabled_arms() == arms
+    assert cfg.rerank is rerank
+
+
+def test_get_preset_returns_an_independent_copy() -> None:
+    cfg = get_preset("default")
+    assert cfg == PRESETS["default"]
+    cfg.arm_boosts["graph"] = 3.0
+    assert PRESETS["default"].arm_boosts == {}
+
+
+def test_unknown_preset_lists_choices() -> None:
+    with pytest.raises(KeyError, match="semantic-only"):
+        get_preset("everything")
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(ValidationError):
+        RecallConfig().rrf_k = 10  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"semantic": False, "keyword": False, "graph": False, "temporal": False},
+        {"arm_boosts": {"graph": 0.0}},
+        {"arm_boosts": {"graph": float("inf")}},
+        {"arm_boosts": {"unknown-arm": 2.0}},
+        {"rerank_max_candidates": 0},
+        {"recency_alpha": -0.1},
+        {"proof_alpha": 2.5},
+        {"no_such_field": 1},
+    ],
+)
+def test_invalid_configs_are_rejected(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        RecallConfig(**kwargs)
+
+
+def test_arm_boost_defaults_to_neutral() -> None:
+    cfg = RecallConfig(arm_boosts={"graph": 2.0})
+    assert cfg.arm_boost("graph") == 2.0
+    assert cfg.arm_boost("semantic") == 1.0
+
+
+@pytest.mark.parametrize(("budget", "limit"), [("low", 100), ("mid", 300), ("high", 1000)])
+def test_budget_to_limit(budget: str, limit: int) -> None:
+    assert budget_to_limit(budget) == limit  # type: ignore[arg-type]
+
+
+def test_unknown_budget_is_rejected() -> None:
+    with pytest.raises(ValueError, match="low"):
+        budget_to_limit("max")  # type: ignore[arg-type]
