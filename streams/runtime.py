@@ -91,7 +91,7 @@ class Supervisor:
         producer = create_producer(s.bootstrap)
         await producer.start()
         try:
-            older = 0.0 if s.embedded_broker else s.redeliver_after_s
+            older = 0.0 if self.broker is not None else s.redeliver_after_s
             count = await Publisher(pool, producer).redeliver(older_than_s=older)
             if count:
                 self.say(f"re-published {count} accepted messages not yet materialized")

@@ -29,7 +29,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_settings(data_dir: Path, **overrides: object) -> Settings:
+def make_settings(data_dir: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "data_dir": data_dir,
         "port": free_port(),
@@ -45,7 +45,7 @@ def test_settings(data_dir: Path, **overrides: object) -> Settings:
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    supervisor = Supervisor(test_settings(tmp_path_factory.mktemp("tempr")), say=lambda _m: None)
+    supervisor = Supervisor(make_settings(tmp_path_factory.mktemp("tempr")), say=lambda _m: None)
     try:
         supervisor.start_services()
         supervisor.start_children()
