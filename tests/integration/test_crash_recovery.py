@@ -246,7 +246,7 @@ def test_whole_runtime_killed_and_restarted_loses_and_doubles_nothing(tmp_path: 
         up.send_signal(signal.SIGKILL)  # no cleanup at all: children die with it, Postgres stays
         up.wait(10)
         wait_until(lambda: not _healthy(port), timeout=30)
-        counts, pending, _ = asyncio.run(_stored_counts(url, bank))
+        _, pending, _ = asyncio.run(_stored_counts(url, bank))
         assert pending > 0, "the kill came too late to test anything"
 
         up = _tempr_up(tmp_path, port, broker_port)
