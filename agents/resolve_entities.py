@@ -1,56 +1,117 @@
 """Resolver and linker: facts → graph updates (tempr.facts.v1 → tempr.graph.v1).
 
-Keyed by bank, so one bank's facts are resolved one batch at a time by one worker.
+Keyed by bank, so one bank's facts are resolved one batch at a time by one worker. New
+entities are upserted here at once (ids are deterministic), so the next batch resolves
+against them even before the materializer has caught up; facts not yet materialized are
+remembered per bank for linking.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict, deque
 from typing import Any
+from uuid import UUID
 
+import asyncpg
+
+from agents.resolution.entities import KnownEntity
+from agents.resolution.graph_update import ResolvedFacts, fact_time, link_facts, resolve_facts
+from agents.resolution.links import FactPoint
 from schemas.events import FactsEvent, GraphEvent, decode_event, encode_event
+from store import entities as entity_store
+from store import graph_context
 from streams.dead_letters import send_dead_letter
 from streams.topics import bank_key
 from tempr.errors import InvalidEvent
 
-__all__ = ["graph_event", "register"]
+__all__ = ["register", "resolve_bank_batch"]
 
 log = logging.getLogger(__name__)
 
+_RECENT_PER_BANK = 400
 
-def graph_event(facts: FactsEvent) -> GraphEvent:
-    return GraphEvent(
-        bank_id=facts.bank_id,
-        chunk_id=facts.chunk_id,
-        chunk_text=facts.chunk_text,
-        conversation_id=facts.conversation_id,
-        document_id=facts.document_id,
-        message_event_ids=facts.message_event_ids,
-        facts=facts.facts,
-    )
+
+def _points(rows: list[asyncpg.Record]) -> list[FactPoint]:
+    return [
+        FactPoint(
+            unit_id=r["id"],
+            when=r["when_at"],
+            embedding=None if r["embedding"] is None else r["embedding"].to_numpy(),
+            entity_ids=set(r["entity_ids"]),
+        )
+        for r in rows
+    ]
+
+
+async def _neighbours(pool: asyncpg.Pool, resolved: ResolvedFacts) -> list[FactPoint]:
+    bank = resolved.event.bank_id
+    times = [t for f in resolved.event.facts if (t := fact_time(f)) is not None]
+    found: dict[UUID, FactPoint] = {}
+    if times:
+        for p in _points(await graph_context.temporal_neighbours(pool, bank, min(times), max(times))):
+            found[p.unit_id] = p
+    for fact in resolved.event.facts:
+        if fact.embedding is not None:
+            for p in _points(await graph_context.semantic_neighbours(pool, bank, fact.embedding)):
+                found[p.unit_id] = p
+    entity_ids = sorted({ue.entity_id for ue in resolved.unit_entities})
+    for p in _points(await graph_context.entity_neighbours(pool, bank, entity_ids)):
+        found[p.unit_id] = p
+    return list(found.values())
+
+
+async def resolve_bank_batch(
+    pool: asyncpg.Pool, events: list[FactsEvent], recent: deque[FactPoint]
+) -> list[GraphEvent]:
+    """One bank's events, in order: resolve, persist new entities, link."""
+    bank = events[0].bank_id
+    known = {
+        r["id"]: KnownEntity(
+            entity_id=r["id"], canonical_name=r["canonical_name"], kind=r["kind"],
+            aliases=list(r["aliases"]), mention_count=r["mention_count"], last_seen=r["last_seen"],
+        )
+        for r in await graph_context.known_entities(pool, bank)
+    }
+    out: list[GraphEvent] = []
+    for event in events:
+        resolved = resolve_facts(event, known)
+        if resolved.entities:
+            async with pool.acquire() as conn:
+                await entity_store.upsert_entities(conn, bank, list(resolved.entities.values()))
+        existing = {p.unit_id: p for p in recent}
+        existing.update({p.unit_id: p for p in await _neighbours(pool, resolved)})
+        out.append(link_facts(resolved, list(existing.values())))
+        recent.extend(resolved.points)
+    return out
 
 
 def register(app: Any, topics: Any, ctx: Any) -> None:
+    recent: dict[str, deque[FactPoint]] = defaultdict(lambda: deque(maxlen=_RECENT_PER_BANK))
+
     @app.agent(topics.facts, name="resolve_entities")
     async def resolve_entities(stream: Any) -> None:
         await ctx.wait_ready()
         async for events in stream.take_events(64, within=0.2):
+            by_bank: dict[str, list[tuple[Any, FactsEvent]]] = defaultdict(list)
             for event in events:
                 try:
                     decoded = decode_event(event.value)
                     if not isinstance(decoded, FactsEvent):
                         raise InvalidEvent(f"unexpected {decoded.event_type} event on the facts topic")
-                    out = graph_event(decoded)
+                    by_bank[decoded.bank_id].append((event, decoded))
                 except InvalidEvent as exc:
-                    await send_dead_letter(
-                        topics.dlq, stage="resolve_entities", message=event.message, error=str(exc)
-                    )
-                    continue
+                    await send_dead_letter(topics.dlq, stage="resolve_entities", message=event.message, error=str(exc))
+            for bank, items in by_bank.items():
+                try:
+                    updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank])
                 except Exception as exc:
-                    log.exception("resolution failed")
-                    await send_dead_letter(
-                        topics.dlq, stage="resolve_entities", message=event.message, error=repr(exc)
-                    )
+                    log.exception("resolution failed for bank %s", bank)
+                    for event, _ in items:
+                        await send_dead_letter(
+                            topics.dlq, stage="resolve_entities", message=event.message, error=repr(exc)
+                        )
                     continue
-                fut = await topics.graph.send(key=bank_key(out.bank_id), value=encode_event(out))
-                await fut
+                for update in updates:
+                    fut = await topics.graph.send(key=bank_key(bank), value=encode_event(update))
+                    await fut

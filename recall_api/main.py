@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from recall_api.errors import install_error_handlers
-from recall_api.routes import dead_letters, health, memories
+from recall_api.routes import banks, dead_letters, documents, entities, health, memories
 from store.pool import create_pool
 from streams.publisher import Publisher, create_producer
 from tempr import __version__
@@ -48,4 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(dead_letters.router)
+    app.include_router(entities.router)
+    app.include_router(documents.router)
+    app.include_router(banks.router)
     return app

@@ -80,6 +80,10 @@ class RetainResponse(BaseModel):
     bank_id: str
     accepted: int
     event_ids: list[UUID]
+    unchanged_documents: list[str] = Field(
+        default_factory=list,
+        description="Documents whose content hash matched the stored version: nothing redone.",
+    )
     consistency: ConsistencyToken
 
 
@@ -133,3 +137,69 @@ class DeadLetterOut(BaseModel):
 
 class ErrorBody(BaseModel):
     detail: str
+
+
+class Entity(BaseModel):
+    id: UUID
+    canonical_name: str
+    kind: str
+    aliases: list[str] = Field(default_factory=list)
+    mention_count: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class EntityPage(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[Entity]
+
+
+class EntityFact(BaseModel):
+    id: UUID
+    text: str
+    fact_type: str
+    occurred_start: datetime | None = None
+    mentioned_at: datetime | None = None
+    source_message_ids: list[str] = Field(default_factory=list)
+
+
+class EntityDetail(Entity):
+    facts: list[EntityFact] = Field(default_factory=list)
+
+
+class Document(BaseModel):
+    id: str
+    content_hash: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    facts: int = 0
+    created_at: datetime
+    updated_at: datetime
+
+
+class DocumentPage(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[Document]
+
+
+class DocumentDeleted(BaseModel):
+    bank_id: str
+    document_id: str
+    facts_removed: int
+
+
+class BankStats(BaseModel):
+    bank_id: str
+    facts: int
+    facts_by_type: dict[str, int]
+    entities: int
+    links_by_type: dict[str, int]
+    documents: int
+    messages: int
+    pending_events: int
+    last_update: datetime | None = None

@@ -60,3 +60,42 @@ async def bank_entities(pool: asyncpg.Pool | asyncpg.Connection, bank_id: str) -
         """,
         bank_id,
     )
+
+
+_ENTITY_COLUMNS = "id, canonical_name, kind, aliases, mention_count, first_seen, last_seen"
+
+
+async def list_entities(pool: asyncpg.Pool, bank_id: str, *, limit: int, offset: int) -> list[asyncpg.Record]:
+    return await pool.fetch(
+        f"""
+        SELECT {_ENTITY_COLUMNS} FROM entities WHERE bank_id = $1
+        ORDER BY mention_count DESC, canonical_name, id LIMIT $2 OFFSET $3
+        """,
+        bank_id,
+        limit,
+        offset,
+    )
+
+
+async def count_entities(pool: asyncpg.Pool, bank_id: str) -> int:
+    return await pool.fetchval("SELECT count(*) FROM entities WHERE bank_id = $1", bank_id)
+
+
+async def get_entity(pool: asyncpg.Pool, bank_id: str, entity_id: UUID) -> asyncpg.Record | None:
+    return await pool.fetchrow(
+        f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE bank_id = $1 AND id = $2", bank_id, entity_id
+    )
+
+
+async def entity_facts(pool: asyncpg.Pool, entity_id: UUID, *, limit: int = 200) -> list[asyncpg.Record]:
+    return await pool.fetch(
+        """
+        SELECT u.id, u.text, u.fact_type, u.occurred_start, u.mentioned_at, u.source_message_ids
+        FROM unit_entities ue JOIN memory_units u ON u.id = ue.unit_id
+        WHERE ue.entity_id = $1
+        ORDER BY coalesce(u.occurred_start, u.mentioned_at), u.id
+        LIMIT $2
+        """,
+        entity_id,
+        limit,
+    )

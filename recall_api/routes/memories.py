@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import UTC, datetime
 
+import asyncpg
 from fastapi import APIRouter, Query, status
 
 from recall_api.deps import BankIdPath, PoolDep, PublisherDep
@@ -17,7 +19,7 @@ from schemas.api import (
 )
 from schemas.events import MessageEvent
 from schemas.ids import content_hash, stable_id
-from store import memories
+from store import banks, documents, memories
 from streams.topics import MESSAGES
 
 __all__ = ["router", "to_message_event"]
@@ -58,7 +60,19 @@ def to_message_event(bank_id: str, item: RetainItem, received_at: datetime) -> M
 )
 async def retain(bank_id: BankIdPath, body: RetainRequest, publisher: PublisherDep) -> RetainResponse:
     received_at = datetime.now(UTC)
-    events = [to_message_event(bank_id, item, received_at) for item in body.items]
+    unchanged = await _apply_document_versions(publisher.pool, bank_id, body.items)
+    kept = [item for item in body.items if item.document_id not in unchanged]
+    events = [to_message_event(bank_id, item, received_at) for item in kept]
+    if not events:
+        return RetainResponse(
+            bank_id=bank_id,
+            accepted=0,
+            event_ids=[],
+            unchanged_documents=sorted(unchanged),
+            consistency=ConsistencyToken(
+                token=ConsistencyToken.encode(0), journal_seq=0, topic=MESSAGES.name, partitions={}
+            ),
+        )
     placed = await publisher.accept(events)
     partitions: dict[int, int] = {}
     for p in placed:
@@ -69,10 +83,36 @@ async def retain(bank_id: BankIdPath, body: RetainRequest, publisher: PublisherD
         bank_id=bank_id,
         accepted=len(events),
         event_ids=[e.event_id for e in events],
+        unchanged_documents=sorted(unchanged),
         consistency=ConsistencyToken(
             token=ConsistencyToken.encode(seq), journal_seq=seq, topic=MESSAGES.name, partitions=partitions
         ),
     )
+
+
+async def _apply_document_versions(pool: asyncpg.Pool, bank_id: str, items: list[RetainItem]) -> set[str]:
+    """Same content hash as stored → nothing to redo; changed → the old version's facts go.
+
+    Returns the documents left unchanged."""
+    contents: dict[str, list[str]] = defaultdict(list)
+    for item in items:
+        if item.document_id is not None:
+            contents[item.document_id].append(item.content)
+    unchanged: set[str] = set()
+    if not contents:
+        return unchanged
+    async with pool.acquire() as conn, conn.transaction():
+        for document_id, parts in sorted(contents.items()):
+            new_hash = content_hash(*parts)
+            old_hash = await documents.document_hash(conn, bank_id, document_id)
+            if old_hash == new_hash:
+                unchanged.add(document_id)
+                continue
+            if old_hash is not None:
+                await documents.delete_document(conn, bank_id, document_id, keep_row=True)
+            await banks.ensure_banks(conn, [bank_id])
+            await documents.upsert_document(conn, bank_id, document_id, new_hash, {"parts": len(parts)})
+    return unchanged
 
 
 @router.get("/memories", response_model=MemoryPage, summary="Page through stored facts")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tempr.cli import services
+from tempr.cli import ingest, services
 
 __all__ = ["app", "main"]
 
@@ -15,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
 )
 services.register(app)
+ingest.register(app)
 
 
 def main() -> None:

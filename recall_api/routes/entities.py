@@ -1,0 +1,47 @@
+"""Canonical entities of a bank, and the facts that mention each."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from fastapi import APIRouter, Query
+
+from recall_api.deps import BankIdPath, PoolDep
+from schemas.api import Entity, EntityDetail, EntityFact, EntityPage
+from store import entities
+from tempr.errors import NotFound
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["entities"])
+
+
+@router.get("/entities", response_model=EntityPage, summary="Page through a bank's entities")
+async def list_entities(
+    bank_id: BankIdPath,
+    pool: PoolDep,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+) -> EntityPage:
+    rows = await entities.list_entities(pool, bank_id, limit=limit, offset=offset)
+    return EntityPage(
+        bank_id=bank_id,
+        total=await entities.count_entities(pool, bank_id),
+        limit=limit,
+        offset=offset,
+        items=[Entity.model_validate(dict(r)) for r in rows],
+    )
+
+
+@router.get(
+    "/entities/{entity_id}",
+    response_model=EntityDetail,
+    responses={404: {"description": "No such entity in this bank"}},
+    summary="One entity with the facts that mention it",
+)
+async def get_entity(bank_id: BankIdPath, entity_id: UUID, pool: PoolDep) -> EntityDetail:
+    row = await entities.get_entity(pool, bank_id, entity_id)
+    if row is None:
+        raise NotFound(f"entity {entity_id} not found in bank {bank_id}")
+    facts = [EntityFact.model_validate(dict(r)) for r in await entities.entity_facts(pool, entity_id)]
+    return EntityDetail(**dict(row), facts=facts)
