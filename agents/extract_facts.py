@@ -6,6 +6,7 @@ deterministic local extractor. Embeddings are computed for the whole batch in on
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -64,8 +65,12 @@ def choose_extractor(ctx: Any) -> Extractor:
 
         return with_llm
 
+    one_at_a_time = asyncio.Lock()  # spaCy's pipeline is not shared across threads
+
     async def local(chunk: ChunkEvent) -> list[ExtractedFact]:
-        return extract_local(chunk)
+        # CPU-bound (spaCy): off the event loop so timers and commits keep running.
+        async with one_at_a_time:
+            return await asyncio.to_thread(extract_local, chunk)
 
     return local
 
@@ -77,23 +82,29 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
     async def extract_facts(stream: Any) -> None:
         await ctx.wait_ready()
         extractor = state.setdefault("extractor", choose_extractor(ctx))
+        in_flight = asyncio.Semaphore(ctx.settings.llm_concurrency)
+
+        async def one(event: Any) -> FactsEvent | None:
+            try:
+                chunk = decode_event(event.value)
+                if not isinstance(chunk, ChunkEvent):
+                    raise InvalidEvent(f"unexpected {chunk.event_type} event on the chunks topic")
+                async with in_flight:
+                    return facts_event(chunk, await extractor(chunk))
+            except (InvalidEvent, UpstreamLLMError) as exc:
+                await send_dead_letter(
+                    topics.dlq, stage="extract_facts", message=event.message, error=str(exc)
+                )
+            except Exception as exc:
+                log.exception("extraction failed")
+                await send_dead_letter(
+                    topics.dlq, stage="extract_facts", message=event.message, error=repr(exc)
+                )
+            return None
+
         async for events in stream.take_events(32, within=0.2):
-            outputs: list[FactsEvent] = []
-            for event in events:
-                try:
-                    chunk = decode_event(event.value)
-                    if not isinstance(chunk, ChunkEvent):
-                        raise InvalidEvent(f"unexpected {chunk.event_type} event on the chunks topic")
-                    outputs.append(facts_event(chunk, await extractor(chunk)))
-                except (InvalidEvent, UpstreamLLMError) as exc:
-                    await send_dead_letter(
-                        topics.dlq, stage="extract_facts", message=event.message, error=str(exc)
-                    )
-                except Exception as exc:
-                    log.exception("extraction failed")
-                    await send_dead_letter(
-                        topics.dlq, stage="extract_facts", message=event.message, error=repr(exc)
-                    )
+            # Many chunks in flight at once (LLM latency); results keep the input order.
+            outputs = [out for out in await asyncio.gather(*(one(e) for e in events)) if out is not None]
             await embed_facts(ctx.embeddings, [f for out in outputs for f in out.facts])
             for out in outputs:
                 fut = await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out))

@@ -68,8 +68,12 @@ async def resolve_bank_batch(
     bank = events[0].bank_id
     known = {
         r["id"]: KnownEntity(
-            entity_id=r["id"], canonical_name=r["canonical_name"], kind=r["kind"],
-            aliases=list(r["aliases"]), mention_count=r["mention_count"], last_seen=r["last_seen"],
+            entity_id=r["id"],
+            canonical_name=r["canonical_name"],
+            kind=r["kind"],
+            aliases=list(r["aliases"]),
+            mention_count=r["mention_count"],
+            last_seen=r["last_seen"],
         )
         for r in await graph_context.known_entities(pool, bank)
     }
@@ -101,7 +105,9 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                         raise InvalidEvent(f"unexpected {decoded.event_type} event on the facts topic")
                     by_bank[decoded.bank_id].append((event, decoded))
                 except InvalidEvent as exc:
-                    await send_dead_letter(topics.dlq, stage="resolve_entities", message=event.message, error=str(exc))
+                    await send_dead_letter(
+                        topics.dlq, stage="resolve_entities", message=event.message, error=str(exc)
+                    )
             for bank, items in by_bank.items():
                 try:
                     updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank])

@@ -7,11 +7,12 @@ from typing import Annotated
 import asyncpg
 from fastapi import Depends, Path, Request
 
+from inference.embeddings import Embedder
 from schemas.ids import BANK_ID_PATTERN
 from streams.publisher import Publisher
 from tempr.settings import Settings
 
-__all__ = ["BankIdPath", "PoolDep", "PublisherDep", "SettingsDep"]
+__all__ = ["BankIdPath", "EmbedderDep", "PoolDep", "PublisherDep", "SettingsDep"]
 
 
 def _pool(request: Request) -> asyncpg.Pool:
@@ -26,7 +27,12 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+def _embedder(request: Request) -> Embedder:
+    return request.app.state.embedder
+
+
 PoolDep = Annotated[asyncpg.Pool, Depends(_pool)]
+EmbedderDep = Annotated[Embedder, Depends(_embedder)]
 PublisherDep = Annotated[Publisher, Depends(_publisher)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 BankIdPath = Annotated[

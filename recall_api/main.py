@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from inference.embeddings import get_embedder
 from recall_api.errors import install_error_handlers
-from recall_api.routes import banks, dead_letters, documents, entities, health, memories
+from recall_api.routes import banks, dead_letters, documents, entities, health, memories, recall
 from store.pool import create_pool
 from streams.publisher import Publisher, create_producer
 from tempr import __version__
@@ -32,6 +34,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer)
+        app.state.embedder = await asyncio.to_thread(
+            get_embedder, settings.embedding_model, settings.embedding_batch_size
+        )
         try:
             yield
         finally:
@@ -51,4 +56,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(entities.router)
     app.include_router(documents.router)
     app.include_router(banks.router)
+    app.include_router(recall.router)
     return app

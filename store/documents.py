@@ -44,7 +44,9 @@ async def delete_document(conn: asyncpg.Connection, bank_id: str, document_id: s
     return int(removed.split()[-1])
 
 
-async def list_documents(pool: asyncpg.Pool, bank_id: str, *, limit: int, offset: int) -> list[asyncpg.Record]:
+async def list_documents(
+    pool: asyncpg.Pool, bank_id: str, *, limit: int, offset: int
+) -> list[asyncpg.Record]:
     return await pool.fetch(
         """
         SELECT d.id, d.content_hash, d.metadata, d.created_at, d.updated_at,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
+from pydantic import SecretStr
 
 from store.migrate import apply_migrations
 from store.pool import create_pool
@@ -32,15 +33,16 @@ log = logging.getLogger(__name__)
 
 
 def child_env(settings: Settings) -> dict[str, str]:
-    """The children read the same settings, with the embedded services' addresses filled in."""
-    env = dict(os.environ)
-    env.update(
-        TEMPR_DATABASE_URL=settings.database_url or "",
-        TEMPR_KAFKA_BOOTSTRAP=settings.bootstrap,
-        TEMPR_DATA_DIR=str(settings.data_dir),
-        TEMPR_HOST=settings.host,
-        TEMPR_PORT=str(settings.port),
-    )
+    """The children read exactly the supervisor's settings (CLI options included), with the
+    embedded services' addresses filled in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
+    for name, value in settings.model_dump().items():
+        if value is None:
+            continue
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        env[f"TEMPR_{name.upper()}"] = str(value)
+    env["TEMPR_KAFKA_BOOTSTRAP"] = settings.bootstrap
     return env
 
 

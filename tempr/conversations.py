@@ -20,7 +20,7 @@ from typing import Any
 
 from schemas.api import RetainItem
 
-__all__ = ["Conversation", "read_conversations", "locomo_conversations", "parse_locomo_date"]
+__all__ = ["Conversation", "locomo_conversations", "parse_locomo_date", "read_conversations"]
 
 _SESSION = re.compile(r"^session_(\d+)$")
 
@@ -37,9 +37,7 @@ def parse_locomo_date(text: str) -> datetime:
 
 
 def locomo_conversations(data: dict[str, Any], *, name: str = "locomo") -> Iterator[Conversation]:
-    sessions = sorted(
-        (int(m.group(1)), key) for key in data if (m := _SESSION.match(key)) and data[key]
-    )
+    sessions = sorted((int(m.group(1)), key) for key in data if (m := _SESSION.match(key)) and data[key])
     for number, key in sessions:
         started = parse_locomo_date(data[f"{key}_date_time"])
         items = []
@@ -84,9 +82,9 @@ def read_conversations(path: Path) -> list[Conversation]:
     for index, record in enumerate(records):
         if isinstance(record, dict) and "speaker_a" in record:
             conversations.extend(locomo_conversations(record, name=path.stem))
-        elif isinstance(record, list) and record and isinstance(record[0], dict) and "content" in record[0]:
-            conversations.append(_ours(record, index))
-        elif isinstance(record, dict):
+        elif (
+            isinstance(record, list) and record and isinstance(record[0], dict) and "content" in record[0]
+        ) or isinstance(record, dict):
             conversations.append(_ours(record, index))
         else:
             raise ValueError(f"{path}: record {index} is neither a conversation nor a LoCoMo sample")

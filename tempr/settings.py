@@ -35,7 +35,6 @@ class Settings(BaseSettings):
     broker_port: int = 9092  # embedded broker only
 
     topic_partitions: int = Field(default=8, ge=1, le=256)
-    worker_concurrency: int = Field(default=1, ge=1)
 
     # Models: a sentence-transformers name or local path.
     embedding_model: str = PACKAGED_EMBEDDING_MODEL
@@ -49,6 +48,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr = SecretStr("not-needed")
     llm_timeout_s: float = 60.0
     llm_max_retries: int = 3
+    llm_concurrency: int = Field(default=8, ge=1, description="chunks extracted at once")
 
     # Segmenter: when a conversation's buffered turns become a chunk.
     chunk_max_turns: int = Field(default=8, ge=1)

@@ -37,7 +37,9 @@ def resolve_facts(event: FactsEvent, known: dict[UUID, KnownEntity]) -> Resolved
     for fact in event.facts:
         when = fact_time(fact)
         ids: list[UUID] = []
-        for resolution in resolve_mentions(fact.entities, list(known.values()), bank_id=event.bank_id, when=when):
+        for resolution in resolve_mentions(
+            fact.entities, list(known.values()), bank_id=event.bank_id, when=when
+        ):
             entity = merge_resolution(known.get(resolution.entity_id), resolution, when)
             known[entity.entity_id] = entity
             previous = out.entities.get(entity.entity_id)

@@ -43,7 +43,11 @@ def ingest(
             console.print(f"[red]cannot reach tempr at {base}[/red]: {exc}. Is `tempr up` running?")
             raise typer.Exit(2) from exc
         with Progress(
-            TextColumn("[bold]retaining"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+            TextColumn("[bold]retaining"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
         ) as progress:
             task = progress.add_task("retain", total=total)
             for conversation in conversations:

@@ -27,8 +27,13 @@ def _settled(api: httpx.Client, bank: str) -> bool:
 
 def _turns(conversation: str, speakers: tuple[str, str], texts: list[str]) -> list[dict]:
     return [
-        {"content": t, "speaker": speakers[i % 2], "conversation_id": conversation,
-         "message_id": f"{conversation}-{i}", "timestamp": f"2024-04-0{1 + i // 6}T10:{i % 60:02d}:00Z"}
+        {
+            "content": t,
+            "speaker": speakers[i % 2],
+            "conversation_id": conversation,
+            "message_id": f"{conversation}-{i}",
+            "timestamp": f"2024-04-0{1 + i // 6}T10:{i % 60:02d}:00Z",
+        }
         for i, t in enumerate(texts)
     ]
 
@@ -89,8 +94,12 @@ def test_concurrent_ingests_into_one_bank_create_no_duplicate_entities(api: http
 def test_document_reupload_same_content_is_a_no_op_and_changed_content_replaces(
     api: httpx.Client, bank: str
 ) -> None:
-    v1 = {"items": [{"content": "The office moves to Porto in March 2025.", "document_id": "memo"},
-                    {"content": "Everyone gets a new laptop.", "document_id": "memo"}]}
+    v1 = {
+        "items": [
+            {"content": "The office moves to Porto in March 2025.", "document_id": "memo"},
+            {"content": "Everyone gets a new laptop.", "document_id": "memo"},
+        ]
+    }
     assert api.post(f"/v1/banks/{bank}/memories", json=v1).json()["accepted"] == 2
     wait_until(lambda: _settled(api, bank) and _stats(api, bank)["facts"] == 2, timeout=60)
     again = api.post(f"/v1/banks/{bank}/memories", json=v1).json()
@@ -112,7 +121,9 @@ def test_document_reupload_same_content_is_a_no_op_and_changed_content_replaces(
 
 def test_ingest_cli_sends_a_conversation_file_and_waits(api: httpx.Client, bank: str, tmp_path: Path) -> None:
     path = tmp_path / "talk.json"
-    path.write_text(json.dumps([{"conversation_id": "cli", "messages": _turns("cli", ("Ava", "Ben"), _TEXTS[:4])}]))
+    path.write_text(
+        json.dumps([{"conversation_id": "cli", "messages": _turns("cli", ("Ava", "Ben"), _TEXTS[:4])}])
+    )
     result = CliRunner().invoke(
         cli_app, ["ingest", str(path), "--bank", bank, "--url", str(api.base_url), "--wait"]
     )
@@ -121,15 +132,20 @@ def test_ingest_cli_sends_a_conversation_file_and_waits(api: httpx.Client, bank:
     assert _stats(api, bank)["facts"] == 4
 
 
-@pytest.mark.skipif(not (SHARED / "data" / "locomo" / "conv-30.json").exists(), reason="shared LoCoMo data absent")
+@pytest.mark.skipif(
+    not (SHARED / "data" / "locomo" / "conv-30.json").exists(), reason="shared LoCoMo data absent"
+)
 def test_locomo_conversation_keeps_dia_ids_and_one_entity_per_speaker(api: httpx.Client, bank: str) -> None:
     path = SHARED / "data" / "locomo" / "conv-30.json"
     result = CliRunner().invoke(
-        cli_app, ["ingest", str(path), "--bank", bank, "--url", str(api.base_url), "--wait", "--timeout", "400"]
+        cli_app,
+        ["ingest", str(path), "--bank", bank, "--url", str(api.base_url), "--wait", "--timeout", "400"],
     )
     assert result.exit_code == 0, result.output
     sample = json.loads(path.read_text())
-    turns = [t["dia_id"] for k, v in sample.items() if k.startswith("session_") and isinstance(v, list) for t in v]
+    turns = [
+        t["dia_id"] for k, v in sample.items() if k.startswith("session_") and isinstance(v, list) for t in v
+    ]
     facts = api.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
     covered = {m for f in facts for m in f["source_message_ids"]}
     assert all(f["source_message_ids"] for f in facts)

@@ -1,0 +1,170 @@
+"""The four retrieval arms. Each takes its own pool connection so they run concurrently."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from recall_api.recall.config import Arm, RecallConfig
+from recall_api.recall.temporal import QueryWindow
+from store import recall as sql
+
+__all__ = [
+    "FALLBACK_MAX_UNITS",
+    "ArmContext",
+    "ArmHit",
+    "ArmResult",
+    "graph_arm",
+    "keyword_arm",
+    "keyword_or_query",
+    "run_arm",
+    "semantic_arm",
+    "temporal_arm",
+]
+
+# A short index scan on a bank up to this size is retried exactly; beyond it the cost of a
+# full scan outweighs the rows a filtered HNSW pass may have missed.
+FALLBACK_MAX_UNITS = 200_000
+_GRAPH_SEED_MIN_SIMILARITY = 0.5
+_MAX_KEYWORD_TERMS = 64
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class ArmContext:
+    bank_id: str
+    query: str
+    embedding: np.ndarray | None
+    filters: sql.RecallFilters
+    limit: int
+    cfg: RecallConfig
+    bank_size: int
+    window: QueryWindow | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.bank_size <= sql.EXACT_SCAN_MAX_UNITS
+
+    @property
+    def ef_search(self) -> int:
+        return min(max(self.limit, 40), 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ArmHit:
+    unit_id: UUID
+    score: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ArmResult:
+    arm: Arm
+    hits: list[ArmHit]
+    elapsed_ms: float = 0.0
+    note: str | None = None
+
+    @property
+    def ids(self) -> list[UUID]:
+        return [h.unit_id for h in self.hits]
+
+
+def keyword_or_query(query: str) -> str:
+    """The query's words OR-ed in websearch syntax: ``"caroline or support or group"``.
+
+    Only word characters survive, so quotes, minus signs and operators in the user's text
+    cannot change the query's meaning; stop words are dropped later by the parser.
+    """
+    words: list[str] = []
+    for word in _WORD.findall(query.lower()):
+        if word != "or" and word not in words:
+            words.append(word)
+    return " or ".join(words[:_MAX_KEYWORD_TERMS])
+
+
+async def semantic_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
+    assert ctx.embedding is not None
+    args: dict[str, Any] = {
+        "limit": ctx.limit,
+        "min_similarity": ctx.cfg.semantic_threshold,
+        "filters": ctx.filters,
+        "ef_search": ctx.ef_search,
+    }
+    rows = await sql.semantic_search(conn, ctx.bank_id, ctx.embedding, exact=ctx.exact, **args)
+    note = "exact" if ctx.exact else "hnsw"
+    fetched = rows[0]["fetched"] if rows else 0
+    if not ctx.exact and fetched < ctx.limit and ctx.bank_size <= FALLBACK_MAX_UNITS:
+        rows = await sql.semantic_search(conn, ctx.bank_id, ctx.embedding, exact=True, **args)
+        note = "hnsw+exact-fallback"
+    return ArmResult("semantic", [ArmHit(r["id"], float(r["score"])) for r in rows], note=note)
+
+
+async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
+    or_query = keyword_or_query(ctx.query)
+    if not or_query:
+        return ArmResult("keyword", [], note="no terms")
+    rows = await sql.keyword_search(conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters)
+    return ArmResult("keyword", [ArmHit(r["id"], float(r["score"])) for r in rows], note=or_query)
+
+
+async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
+    assert ctx.embedding is not None
+    cfg = ctx.cfg
+    rows = await sql.graph_expand(
+        conn,
+        ctx.bank_id,
+        ctx.embedding,
+        seed_count=cfg.graph_seed_count,
+        seed_min_similarity=max(_GRAPH_SEED_MIN_SIMILARITY, cfg.semantic_threshold),
+        entity_weight=cfg.graph_entity_weight,
+        semantic_link_min=cfg.graph_semantic_link_min,
+        causal_boost=cfg.graph_causal_boost,
+        limit=ctx.limit,
+        filters=ctx.filters,
+        exact=ctx.exact,
+        ef_search=ctx.ef_search,
+    )
+    hits = [
+        ArmHit(
+            r["id"],
+            float(r["score"]),
+            {k: round(float(r[k]), 4) for k in ("entity", "semantic", "causal")},
+        )
+        for r in rows
+    ]
+    return ArmResult("graph", hits, note=f"seeds={rows[0]['seeds']}" if rows else None)
+
+
+async def temporal_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
+    if ctx.window is None:
+        return ArmResult("temporal", [], note="no time expression")
+    rows = await sql.temporal_search(
+        conn,
+        ctx.bank_id,
+        ctx.embedding,
+        start=ctx.window.start,
+        end=ctx.window.end,
+        buckets=ctx.cfg.temporal_buckets,
+        limit=ctx.limit,
+        filters=ctx.filters,
+    )
+    hits = [ArmHit(r["id"], float(r["score"]), {"bucket": r["bucket"]}) for r in rows]
+    return ArmResult("temporal", hits, note=ctx.window.expression)
+
+
+_ARMS = {"semantic": semantic_arm, "keyword": keyword_arm, "graph": graph_arm, "temporal": temporal_arm}
+
+
+async def run_arm(pool: asyncpg.Pool, arm: Arm, ctx: ArmContext) -> ArmResult:
+    """Run one arm on a connection of its own and time it."""
+    started = time.perf_counter()
+    async with pool.acquire() as conn:
+        result = await _ARMS[arm](conn, ctx)
+    result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+    return result

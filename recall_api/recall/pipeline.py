@@ -1,0 +1,216 @@
+"""Recall orchestration: arms in parallel → RRF → prefilter → rerank → boosts → packing.
+
+I/O lives here and in ``arms``/``store.recall``; the arithmetic is in the pure modules
+(``fusion``, ``scoring``, ``packing``), which this file only sequences and traces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+
+from inference.embeddings import Embedder
+from inference.rerank import Reranker, format_candidate, rerank_scores
+from recall_api.recall import fusion, scoring
+from recall_api.recall.arms import ArmContext, ArmResult, run_arm
+from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
+from recall_api.recall.packing import pack_by_tokens
+from recall_api.recall.results import attach_includes, build_result, build_trace
+from recall_api.recall.temporal import query_window
+from schemas.api import ConsistencyToken
+from schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
+from store import messages
+from store import recall as sql
+from tempr.errors import ConsistencyTimeout, InvalidRequest
+
+__all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
+
+_POLL_INTERVAL_S = 0.075
+
+
+def resolve_preset(name: str) -> RecallConfig:
+    try:
+        return get_preset(name)
+    except KeyError:
+        raise InvalidRequest(f"unknown preset {name!r}; valid presets: {sorted(PRESETS)}") from None
+
+
+async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, timeout_s: float) -> float:
+    """Block until every message of the bank up to the token is materialized; ms waited.
+
+    A token beyond the journal's head was not issued yet, so it is waited on (and times out)
+    rather than trusted.
+    """
+    try:
+        seq = ConsistencyToken.decode(token)
+    except ValueError as exc:
+        raise InvalidRequest(f"invalid 'after' token: {exc}") from None
+    started = time.monotonic()
+    deadline = started + timeout_s
+    while await sql.journal_head(pool) < seq or await messages.pending_up_to(pool, bank_id, seq):
+        if time.monotonic() >= deadline:
+            raise ConsistencyTimeout(
+                f"bank {bank_id!r} has not materialized up to {token!r} within {timeout_s:g}s; "
+                "retry later or recall without 'after'"
+            )
+        await asyncio.sleep(_POLL_INTERVAL_S)
+    return round((time.monotonic() - started) * 1000, 2)
+
+
+class Scored:
+    """A fused candidate with its stored row and scores at each stage."""
+
+    __slots__ = ("arm_factor", "cand", "final", "proof", "recency", "rerank", "row", "temporal")
+
+    def __init__(self, cand: fusion.Candidate, row: asyncpg.Record) -> None:
+        self.cand, self.row = cand, row
+        self.rerank = self.recency = self.temporal = self.proof = self.final = 0.0
+        self.arm_factor = 1.0
+
+    @property
+    def when(self) -> datetime | None:
+        return self.row["occurred_start"] or self.row["mentioned_at"]
+
+
+def _filters(req: RecallRequest) -> sql.RecallFilters:
+    win = req.time_window
+    return sql.RecallFilters(
+        types=req.types,
+        tags=req.tags,
+        tags_match=req.tags_match,
+        window_start=win.start if win else None,
+        window_end=win.end if win else None,
+    )
+
+
+def _span_middle(row: asyncpg.Record) -> datetime | None:
+    start = row["occurred_start"] or row["mentioned_at"]
+    end = row["occurred_end"]
+    return start + (end - start) / 2 if start and end and end > start else start
+
+
+def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> None:
+    win = ctx.window
+    for s in items:
+        s.recency = scoring.recency_signal(s.when, now)
+        s.temporal = (
+            scoring.temporal_proximity_signal(_span_middle(s.row), win.start, win.end)
+            if win
+            else scoring.NEUTRAL_SIGNAL
+        )
+        is_observation = s.row["fact_type"] == "observation"
+        s.proof = scoring.proof_signal(s.row["proof_count"]) if is_observation else scoring.NEUTRAL_SIGNAL
+        # Arm boosts act again after reranking, as a plain multiplier (see fusion for before).
+        if cfg.arm_boosts:
+            s.arm_factor = max(cfg.arm_boost(a) for a in s.cand.arm_ranks)  # type: ignore[arg-type]
+        s.final = scoring.final_score(s.rerank, s.recency, s.temporal, s.proof, cfg) * s.arm_factor
+
+
+async def run_recall(
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    bank_id: str,
+    req: RecallRequest,
+    *,
+    max_consistency_wait_s: float,
+) -> RecallResponse:
+    cfg = resolve_preset(req.preset)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now_ = time.perf_counter()
+        timings[stage] = round((now_ - clock) * 1000, 2)
+        clock = now_
+
+    if req.after is not None:
+        await wait_for_consistency(pool, bank_id, req.after, timeout_s=max_consistency_wait_s)
+        lap("consistency_wait")
+
+    now = req.query_timestamp or datetime.now(UTC)
+    limit = budget_to_limit(req.budget)
+    window = query_window(req.query, now)
+    arms = cfg.enabled_arms()
+    needs_vector = any(a != "keyword" for a in arms)
+    vectors, bank_size = await asyncio.gather(
+        embedder.aencode([req.query]) if needs_vector else asyncio.sleep(0, None),
+        sql.bank_unit_count(pool, bank_id),
+    )
+    lap("embed")
+
+    ctx = ArmContext(
+        bank_id=bank_id,
+        query=req.query,
+        embedding=None if vectors is None else vectors[0],
+        filters=_filters(req),
+        limit=limit,
+        cfg=cfg,
+        bank_size=bank_size,
+        window=window,
+    )
+    results: list[ArmResult] = list(await asyncio.gather(*(run_arm(pool, a, ctx) for a in arms)))
+    lap("arms")
+
+    fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, cfg.arm_boosts)
+    survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
+    lap("fusion")
+
+    async with pool.acquire() as conn:
+        rows = {r["id"]: r for r in await sql.fetch_units(conn, bank_id, [c.unit_id for c in survivors])}
+    items = [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
+    lap("hydrate")
+
+    docs = [format_candidate(s.row["text"], s.when) for s in items]
+    scores, rerank_method = await rerank_scores(reranker if cfg.rerank else None, req.query, docs)
+    for s, score in zip(items, scores, strict=True):
+        s.rerank = score
+    lap("rerank")
+
+    _apply_boosts(items, cfg, now, ctx)
+    ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
+    considered = ranked[: limit * cfg.packing_pool_factor]
+    lap("boosts")
+
+    packed, tokens = pack_by_tokens(considered, lambda s: s.row["text"], req.max_tokens)
+    lap("packing")
+
+    out = [build_result(s, req.include) for s in packed]
+    if req.include.entities or req.include.chunks:
+        async with pool.acquire() as conn:
+            await attach_includes(conn, bank_id, out, req.include)
+    lap("include")
+    timings["total"] = round(sum(timings.values()), 2)
+
+    trace: dict[str, Any] | None = None
+    if req.trace:
+        trace = build_trace(
+            preset=req.preset,
+            query_timestamp=now,
+            window=window,
+            results=results,
+            fused=fused,
+            survivors=survivors,
+            cfg=cfg,
+            rerank_method=rerank_method,
+            items=ranked,
+            considered=considered,
+            packed=packed,
+            tokens=tokens,
+            max_tokens=req.max_tokens,
+            timings=timings,
+        )
+    return RecallResponse(
+        bank_id=bank_id,
+        query=req.query,
+        results=out,
+        tokens_used=tokens,
+        budget=RecallBudget(name=req.budget, limit=limit),
+        temporal_window=TimeWindow(start=window.start, end=window.end) if window else None,
+        trace=trace,
+    )

@@ -1,0 +1,40 @@
+"""Recall: the four-arm TEMPR search over a bank's facts."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from inference.rerank import get_reranker
+from recall_api.deps import BankIdPath, EmbedderDep, PoolDep, SettingsDep
+from recall_api.recall.pipeline import run_recall
+from schemas.api import ErrorBody
+from schemas.recall import RecallRequest, RecallResponse
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["recall"])
+
+
+@router.post(
+    "/recall",
+    response_model=RecallResponse,
+    # Unset fields (result `entities`/`chunk` when not requested) stay out of the JSON.
+    response_model_exclude_unset=True,
+    responses={400: {"model": ErrorBody}, 504: {"model": ErrorBody}},
+    summary="Recall: semantic, keyword, graph and temporal search, fused, reranked, token-packed",
+)
+async def recall(
+    bank_id: BankIdPath,
+    body: RecallRequest,
+    pool: PoolDep,
+    settings: SettingsDep,
+    embedder: EmbedderDep,
+) -> RecallResponse:
+    return await run_recall(
+        pool,
+        embedder,
+        get_reranker(settings.reranker_model),
+        bank_id,
+        body,
+        max_consistency_wait_s=settings.max_consistency_wait_s,
+    )

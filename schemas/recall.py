@@ -1,0 +1,117 @@
+"""Request and response models of recall (`POST /v1/banks/{bank_id}/recall`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "FactType",
+    "RecallBudget",
+    "RecallChunk",
+    "RecallInclude",
+    "RecallRequest",
+    "RecallResponse",
+    "RecallResult",
+    "RecallScores",
+    "TagsMatch",
+    "TimeWindow",
+]
+
+FactType = Literal["world", "experience", "opinion", "observation"]
+TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
+
+
+class TimeWindow(BaseModel):
+    """A period; either end may be open."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: AwareDatetime | None = None
+    end: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeWindow:
+        if self.start and self.end and self.start > self.end:
+            raise ValueError("time_window.start must not be after time_window.end")
+        return self
+
+
+class RecallInclude(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chunks: bool = False
+    max_chunk_tokens: int = Field(default=8192, ge=1, le=1_000_000)
+    entities: bool = False
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2000)
+    budget: Literal["low", "mid", "high"] = Field(
+        default="mid", description="Search depth: low/mid/high = 100/300/1000 candidates per arm."
+    )
+    max_tokens: int = Field(default=4096, ge=1, le=100_000, description="Token budget of fact texts.")
+    types: list[FactType] | None = Field(default=None, description="Fact types to search; null = all.")
+    tags: list[str] | None = Field(default=None, max_length=64)
+    tags_match: TagsMatch = Field(
+        default="any",
+        description="any/all: untagged facts pass too; *_strict: untagged excluded; exact: same tag set.",
+    )
+    query_timestamp: AwareDatetime | None = Field(
+        default=None, description="'Now' for relative time expressions and recency; default: server time."
+    )
+    time_window: TimeWindow | None = Field(default=None, description="Hard filter on when facts happened.")
+    include: RecallInclude = Field(default_factory=RecallInclude)
+    trace: bool = False
+    after: str | None = Field(
+        default=None, max_length=32, description="Consistency token (`j<seq>`) from a retain."
+    )
+    preset: str = Field(default="default", max_length=64, description="Named RecallConfig preset.")
+
+
+class RecallScores(BaseModel):
+    rrf: float
+    rerank: float
+    final: float
+    arms: dict[str, int] = Field(description="1-indexed rank of the fact in each arm that found it.")
+
+
+class RecallChunk(BaseModel):
+    id: UUID
+    text: str
+
+
+class RecallResult(BaseModel):
+    id: UUID
+    text: str
+    fact_type: str
+    occurred_start: datetime | None
+    occurred_end: datetime | None
+    mentioned_at: datetime | None
+    tags: list[str]
+    source_message_ids: list[str]
+    chunk_id: UUID | None
+    # Present only when asked for (`include.entities` / `include.chunks`).
+    entities: list[str] | None = None
+    chunk: RecallChunk | None = None
+    scores: RecallScores
+
+
+class RecallBudget(BaseModel):
+    name: str
+    limit: int
+
+
+class RecallResponse(BaseModel):
+    bank_id: str
+    query: str
+    results: list[RecallResult]
+    tokens_used: int
+    budget: RecallBudget
+    temporal_window: TimeWindow | None
+    trace: dict[str, Any] | None

@@ -1,0 +1,325 @@
+"""Recall SQL: one named query per retrieval arm, plus the hydration reads.
+
+Request filters compile to a WHERE fragment with bound parameters (`compile_filters`); no
+value is ever spliced into the SQL text. Every arm applies the same fragment.
+
+The HNSW index is global (all banks share it) and pgvector 0.6 has no iterative scan, so a
+bank-filtered index scan only sees the ``ef_search`` nearest rows of *all* banks and can come
+back short. Banks up to ``EXACT_SCAN_MAX_UNITS`` are therefore searched exactly (bank btree +
+sort, a few ms at that size); larger banks use the index with ``ef_search`` sized to the budget
+and fall back to the exact scan when the index under-fills the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+__all__ = [
+    "CAUSAL_LINK_TYPES",
+    "EXACT_SCAN_MAX_UNITS",
+    "RecallFilters",
+    "bank_unit_count",
+    "compile_filters",
+    "fetch_chunks",
+    "fetch_units",
+    "graph_expand",
+    "journal_head",
+    "keyword_search",
+    "semantic_search",
+    "temporal_search",
+    "unit_entity_names",
+]
+
+EXACT_SCAN_MAX_UNITS = 20_000
+CAUSAL_LINK_TYPES = ("causes", "caused_by", "enables", "prevents")
+
+_HIT_UNITS = """
+    id, text, fact_type, occurred_start, occurred_end, mentioned_at, proof_count, tags,
+    source_message_ids, chunk_id
+"""
+
+# The time a fact covers: its occurrence span, else the moment it was mentioned.
+_T_START = "coalesce({a}.occurred_start, {a}.mentioned_at)"
+_T_END = "coalesce({a}.occurred_end, {a}.occurred_start, {a}.mentioned_at)"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallFilters:
+    types: Sequence[str] | None = None
+    tags: Sequence[str] | None = None
+    tags_match: str = "any"
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+
+
+_TAG_CLAUSES = {
+    "any": "(cardinality({a}.tags) = 0 OR {a}.tags && {p})",
+    "all": "(cardinality({a}.tags) = 0 OR {a}.tags @> {p})",
+    "any_strict": "{a}.tags && {p}",
+    "all_strict": "{a}.tags @> {p}",
+    "exact": "({a}.tags @> {p} AND {a}.tags <@ {p})",
+}
+
+
+def compile_filters(f: RecallFilters, first_param: int, alias: str = "u") -> tuple[str, list[object]]:
+    """``(" AND ...", params)`` whose placeholders start at ``$first_param``.
+
+    An empty tag list filters like no tag list, except for ``exact`` (only untagged facts).
+    """
+    clauses: list[str] = []
+    params: list[object] = []
+
+    def bind(value: object, cast: str) -> str:
+        params.append(value)
+        return f"${first_param + len(params) - 1}::{cast}"
+
+    if f.types is not None:
+        clauses.append(f"{alias}.fact_type = ANY({bind(list(f.types), 'text[]')})")
+    if f.tags is not None and (f.tags or f.tags_match == "exact"):
+        if f.tags_match not in _TAG_CLAUSES:
+            raise ValueError(f"unknown tags_match {f.tags_match!r}")
+        clauses.append(_TAG_CLAUSES[f.tags_match].format(a=alias, p=bind(list(f.tags), "text[]")))
+    if f.window_start is not None:
+        clauses.append(f"{_T_END.format(a=alias)} >= {bind(f.window_start, 'timestamptz')}")
+    if f.window_end is not None:
+        clauses.append(f"{_T_START.format(a=alias)} <= {bind(f.window_end, 'timestamptz')}")
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _vec(embedding: np.ndarray) -> np.ndarray:
+    return np.asarray(embedding, dtype=np.float32)
+
+
+def _order_by_distance(exact: bool) -> str:
+    # "+ 0" hides the operator from the planner so it cannot pick the global HNSW index.
+    return "(u.embedding <=> $2) + 0" if exact else "u.embedding <=> $2"
+
+
+async def bank_unit_count(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> int:
+    return await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
+
+
+async def _set_ef_search(conn: asyncpg.Connection, ef_search: int) -> None:
+    await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef_search))
+
+
+async def semantic_search(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    embedding: np.ndarray,
+    *,
+    limit: int,
+    min_similarity: float,
+    filters: RecallFilters,
+    exact: bool,
+    ef_search: int,
+) -> list[asyncpg.Record]:
+    """``(id, score, fetched)`` by cosine similarity, best first, at or above ``min_similarity``.
+
+    ``fetched`` counts the nearest rows before the similarity floor, so a caller can tell an
+    index scan that came back short from a bank that simply has few close facts.
+    """
+    where, params = compile_filters(filters, 5)
+    sql = f"""
+        WITH nearest AS (
+            SELECT u.id, 1 - (u.embedding <=> $2) AS score FROM memory_units u
+            WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
+            ORDER BY {_order_by_distance(exact)}
+            LIMIT $3
+        )
+        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM nearest
+        WHERE score >= $4
+        ORDER BY score DESC, id
+    """
+    async with conn.transaction():
+        if not exact:
+            await _set_ef_search(conn, ef_search)
+        return await conn.fetch(sql, bank_id, _vec(embedding), limit, min_similarity, *params)
+
+
+async def keyword_search(
+    conn: asyncpg.Connection, bank_id: str, or_query: str, *, limit: int, filters: RecallFilters
+) -> list[asyncpg.Record]:
+    """``(id, score)`` by ts_rank_cd for a websearch query such as ``"alice or google"``.
+
+    A query that parses to no lexeme (stop words only) matches nothing instead of erroring.
+    """
+    where, params = compile_filters(filters, 4)
+    sql = f"""
+        WITH q AS (SELECT websearch_to_tsquery('english', $2) AS tsq)
+        SELECT u.id, ts_rank_cd(u.search, q.tsq) AS score
+        FROM memory_units u, q
+        WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND u.search @@ q.tsq{where}
+        ORDER BY score DESC, u.id
+        LIMIT $3
+    """
+    return await conn.fetch(sql, bank_id, or_query, limit, *params)
+
+
+async def graph_expand(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    embedding: np.ndarray,
+    *,
+    seed_count: int,
+    seed_min_similarity: float,
+    entity_weight: float,
+    semantic_link_min: float,
+    causal_boost: float,
+    limit: int,
+    filters: RecallFilters,
+    exact: bool,
+    ef_search: int,
+) -> list[asyncpg.Record]:
+    """Neighbours of the top semantic hits: ``(id, score, entity, semantic, causal, seeds)``.
+
+    score = tanh(entity_weight * shared entities) + best semantic-link weight
+    + best causal-link weight * causal_boost. Non-causal links are stored once per pair, so
+    links are followed in both directions; causal ones too (cause and effect both explain).
+    Seeds themselves are excluded: the semantic arm already ranks them.
+    """
+    where, params = compile_filters(filters, 9)
+    causal = ", ".join(f"'{t}'" for t in CAUSAL_LINK_TYPES)
+    sql = f"""
+        WITH seeds AS (
+            SELECT id FROM (
+                SELECT u.id, 1 - (u.embedding <=> $2) AS sim FROM memory_units u
+                WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
+                ORDER BY {_order_by_distance(exact)}
+                LIMIT $3
+            ) s WHERE sim >= $4
+        ),
+        entity_hits AS (
+            SELECT ue2.unit_id AS id, tanh($5::float8 * count(DISTINCT ue2.entity_id)) AS score
+            FROM unit_entities ue1
+            JOIN unit_entities ue2 ON ue2.entity_id = ue1.entity_id
+            WHERE ue1.unit_id IN (SELECT id FROM seeds) AND ue2.bank_id = $1
+            GROUP BY ue2.unit_id
+        ),
+        edges AS (
+            SELECT l.to_id AS id, l.link_type, l.weight FROM memory_links l
+            WHERE l.from_id IN (SELECT id FROM seeds) AND l.bank_id = $1
+            UNION ALL
+            SELECT l.from_id, l.link_type, l.weight FROM memory_links l
+            WHERE l.to_id IN (SELECT id FROM seeds) AND l.bank_id = $1
+        ),
+        signals AS (
+            SELECT id, score AS entity, 0::float8 AS semantic, 0::float8 AS causal FROM entity_hits
+            UNION ALL
+            SELECT id, 0::float8, max(weight)::float8, 0::float8 FROM edges
+            WHERE link_type = 'semantic' AND weight >= $6::float8 GROUP BY id
+            UNION ALL
+            SELECT id, 0::float8, 0::float8, max(weight)::float8 * $7::float8 FROM edges
+            WHERE link_type IN ({causal}) GROUP BY id
+        ),
+        scored AS (
+            SELECT id, sum(entity) AS entity, sum(semantic) AS semantic, sum(causal) AS causal
+            FROM signals GROUP BY id
+        )
+        SELECT u.id, sc.entity + sc.semantic + sc.causal AS score,
+               sc.entity, sc.semantic, sc.causal, (SELECT count(*) FROM seeds) AS seeds
+        FROM scored sc JOIN memory_units u ON u.id = sc.id
+        WHERE u.bank_id = $1 AND u.id NOT IN (SELECT id FROM seeds){where}
+          AND sc.entity + sc.semantic + sc.causal > 0
+        ORDER BY score DESC, u.id
+        LIMIT $8
+    """
+    args = [bank_id, _vec(embedding), seed_count, seed_min_similarity, entity_weight]
+    args += [semantic_link_min, causal_boost, limit, *params]
+    async with conn.transaction():
+        if not exact:
+            await _set_ef_search(conn, ef_search)
+        return await conn.fetch(sql, *args)
+
+
+async def temporal_search(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    embedding: np.ndarray | None,
+    *,
+    start: datetime,
+    end: datetime,
+    buckets: int,
+    limit: int,
+    filters: RecallFilters,
+) -> list[asyncpg.Record]:
+    """Facts overlapping [start, end], strongest-per-time-bucket first.
+
+    Rows: ``(id, score, bucket, bucket_rank, t_start, t_end)``; score is the cosine
+    similarity to the query (-1 when either side has no embedding). Round-robin over the
+    buckets by per-bucket rank spreads the selection across the window.
+    """
+    where, params = compile_filters(filters, 7)
+    sql = f"""
+        WITH inwin AS (
+            SELECT u.id,
+                   coalesce(1 - (u.embedding <=> $2), -1) AS score,
+                   {_T_START.format(a="u")} AS t0,
+                   {_T_END.format(a="u")} AS t1
+            FROM memory_units u
+            WHERE u.bank_id = $1
+              AND {_T_START.format(a="u")} <= $4
+              AND {_T_END.format(a="u")} >= $3{where}
+        ),
+        bucketed AS (
+            SELECT id, score, t0, t1, least(greatest(width_bucket(
+                       extract(epoch FROM t0 + (greatest(t1, t0) - t0) / 2),
+                       extract(epoch FROM $3::timestamptz), extract(epoch FROM $4::timestamptz),
+                       $5), 1), $5) AS bucket
+            FROM inwin
+        ),
+        ranked AS (
+            SELECT *, row_number() OVER (PARTITION BY bucket ORDER BY score DESC, id) AS bucket_rank
+            FROM bucketed
+        )
+        SELECT id, score, bucket, bucket_rank, t0 AS t_start, t1 AS t_end FROM ranked
+        ORDER BY bucket_rank, score DESC, id
+        LIMIT $6
+    """
+    vec = None if embedding is None else _vec(embedding)
+    return await conn.fetch(sql, bank_id, vec, start, end, buckets, limit, *params)
+
+
+async def fetch_units(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        f"SELECT {_HIT_UNITS} FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])",
+        bank_id,
+        list(ids),
+    )
+
+
+async def unit_entity_names(
+    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]
+) -> dict[UUID, list[str]]:
+    rows = await conn.fetch(
+        """
+        SELECT ue.unit_id, e.canonical_name FROM unit_entities ue
+        JOIN entities e ON e.id = ue.entity_id
+        WHERE ue.bank_id = $1 AND ue.unit_id = ANY($2::uuid[])
+        ORDER BY ue.unit_id, e.canonical_name
+        """,
+        bank_id,
+        list(ids),
+    )
+    names: dict[UUID, list[str]] = {}
+    for r in rows:
+        names.setdefault(r["unit_id"], []).append(r["canonical_name"])
+    return names
+
+
+async def fetch_chunks(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]) -> dict[UUID, str]:
+    rows = await conn.fetch(
+        "SELECT id, text FROM chunks WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, list(ids)
+    )
+    return {r["id"]: r["text"] for r in rows}
+
+
+async def journal_head(conn: asyncpg.Connection | asyncpg.Pool) -> int:
+    """Highest journal sequence number handed out so far (0 for an empty journal)."""
+    return await conn.fetchval("SELECT coalesce(max(seq), 0) FROM messages")

@@ -1,0 +1,48 @@
+"""Read-your-writes for recall: the `after` token wait, its timeout and its errors."""
+
+from __future__ import annotations
+
+import time
+
+import asyncpg
+import httpx
+import pytest
+
+from recall_api.main import create_app
+from recall_api.recall.pipeline import wait_for_consistency
+from store.recall import journal_head
+from streams.runtime import Supervisor
+from tempr.errors import ConsistencyTimeout, InvalidRequest
+
+pytestmark = pytest.mark.integration
+
+FAR_FUTURE = "j999999999999"
+
+
+async def test_token_already_materialized_returns_at_once(db: asyncpg.Pool, bank: str) -> None:
+    head = await journal_head(db)
+    waited_ms = await wait_for_consistency(db, bank, f"j{head}", timeout_s=5)
+    assert waited_ms < 1000
+
+
+async def test_future_token_times_out(db: asyncpg.Pool, bank: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(ConsistencyTimeout, match=r"within 0\.3s"):
+        await wait_for_consistency(db, bank, FAR_FUTURE, timeout_s=0.3)
+    assert 0.3 <= time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("token", ["42", "j", "jx1", "k12", "j-1"])
+async def test_malformed_token_is_invalid(db: asyncpg.Pool, bank: str, token: str) -> None:
+    with pytest.raises(InvalidRequest, match="after"):
+        await wait_for_consistency(db, bank, token, timeout_s=0.1)
+
+
+async def test_endpoint_maps_timeout_to_504(stack: Supervisor, bank: str) -> None:
+    app = create_app(stack.settings.model_copy(update={"max_consistency_wait_s": 0.3}))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://tempr") as client:
+            r = await client.post(f"/v1/banks/{bank}/recall", json={"query": "anything", "after": FAR_FUTURE})
+    assert r.status_code == 504
+    assert FAR_FUTURE in r.json()["detail"]

@@ -1,0 +1,231 @@
+"""POST /v1/banks/{bank_id}/recall end to end against the embedded stack."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import asyncpg
+import httpx
+import pytest
+
+from inference.tokens import count_tokens
+from recall_api.recall.scoring import boost
+from tests.recall.bankkit import Unit, insert_entity, insert_units, recall
+
+pytestmark = pytest.mark.integration
+
+QUERY_TS = "2024-07-15T12:00:00Z"
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, 12, tzinfo=UTC)
+
+
+def ids(body: dict) -> list[str]:
+    return [r["id"] for r in body["results"]]
+
+
+async def test_fused_ranking_boosts_and_result_shape(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    both = Unit("Zorblatt teaches sailing lessons at the marina.", mentioned_at=day(2024, 7, 1), tags=["t"])
+    semantic_only = Unit("She gives boating classes by the harbour.", mentioned_at=day(2024, 7, 1))
+    filler = [Unit(f"Unrelated note number {i} about groceries.") for i in range(5)]
+    await insert_units(db, bank, [both, semantic_only, *filler])
+    body = recall(api, bank, "Who teaches sailing lessons? Zorblatt?", query_timestamp=QUERY_TS, trace=True)
+
+    assert ids(body)[0] == str(both.id)
+    top = body["results"][0]
+    assert set(top["scores"]["arms"]) >= {"semantic", "keyword"}
+    assert top["scores"]["rrf"] == pytest.approx(sum(1 / (60 + r) for r in top["scores"]["arms"].values()))
+    assert top["tags"] == ["t"] and top["source_message_ids"] and top["fact_type"] == "world"
+    assert "entities" not in top and "chunk" not in top
+    finals = [r["scores"]["final"] for r in body["results"]]
+    assert finals == sorted(finals, reverse=True)
+    for b in body["trace"]["boosts"]:
+        expected = b["rerank"] * boost(b["recency"], 0.2) * boost(b["temporal"], 0.2) * boost(b["proof"], 0.1)
+        assert b["final"] == pytest.approx(expected, abs=1e-5)
+    assert body["budget"] == {"name": "mid", "limit": 300}
+    assert body["temporal_window"] is None
+    assert body["tokens_used"] == sum(count_tokens(r["text"]) for r in body["results"])
+
+
+async def test_recency_breaks_a_tie_between_identical_facts(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    old = Unit("Priya presented the quarterly roadmap.", occurred_start=day(2022, 1, 10))
+    new = Unit("Priya presented the quarterly roadmap.", occurred_start=day(2024, 7, 10))
+    await insert_units(db, bank, [old, new])
+    # Identical texts tie in every arm; recency is the signal that tells them apart.
+    body = recall(api, bank, "Priya roadmap", query_timestamp=QUERY_TS, trace=True)
+    boosts = {b["id"]: b for b in body["trace"]["boosts"]}
+    assert boosts[str(new.id)]["recency"] > boosts[str(old.id)]["recency"] == pytest.approx(0.1)
+
+
+async def test_temporal_query_reports_window_and_proximity(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    center = Unit("I planted tomatoes in the garden.", occurred_start=day(2024, 4, 15))
+    edge = Unit("I planted roses in the garden.", occurred_start=day(2024, 3, 2))
+    await insert_units(db, bank, [center, edge])
+    body = recall(api, bank, "What did I plant last spring?", query_timestamp=QUERY_TS, trace=True)
+    assert body["temporal_window"]["start"].startswith("2024-03-01")
+    assert body["temporal_window"]["end"].startswith("2024-05-31")
+    boosts = {b["id"]: b for b in body["trace"]["boosts"]}
+    assert boosts[str(center.id)]["temporal"] > 0.9 > 0.1 > boosts[str(edge.id)]["temporal"]
+    assert set(body["trace"]["arms"]["temporal"]["candidates"][0]) >= {"id", "rank", "score", "bucket"}
+
+
+async def test_tiny_max_tokens_returns_exactly_the_top_result(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    await insert_units(db, bank, [Unit(f"Kestrel sighting number {i} over the moor.") for i in range(6)])
+    full = recall(api, bank, "kestrel sighting")
+    assert len(full["results"]) == 6
+    tiny = recall(api, bank, "kestrel sighting", max_tokens=1)
+    assert ids(tiny) == ids(full)[:1]
+    assert tiny["tokens_used"] == count_tokens(tiny["results"][0]["text"])
+    two = count_tokens(full["results"][0]["text"]) + count_tokens(full["results"][1]["text"])
+    assert len(recall(api, bank, "kestrel sighting", max_tokens=two)["results"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "tags", "expected"),
+    [
+        ("any", ["a"], {"untagged", "a", "ab"}),
+        ("all", ["a", "b"], {"untagged", "ab"}),
+        ("any_strict", ["a"], {"a", "ab"}),
+        ("all_strict", ["a", "b"], {"ab"}),
+        ("exact", ["a"], {"a"}),
+        ("exact", ["b", "a"], {"ab"}),
+    ],
+)
+async def test_tag_matching_modes(
+    db: asyncpg.Pool, api: httpx.Client, bank: str, mode: str, tags: list[str], expected: set[str]
+) -> None:
+    units = {
+        "untagged": Unit("Pineapple note without tags."),
+        "a": Unit("Pineapple note tagged a.", tags=["a"]),
+        "b": Unit("Pineapple note tagged b.", tags=["b"]),
+        "ab": Unit("Pineapple note tagged a and b.", tags=["a", "b"]),
+    }
+    await insert_units(db, bank, list(units.values()))
+    by_id = {str(u.id): name for name, u in units.items()}
+    assert {by_id[i] for i in ids(recall(api, bank, "pineapple note"))} == set(units)
+    body = recall(api, bank, "pineapple note", tags=tags, tags_match=mode)
+    assert {by_id[i] for i in ids(body)} == expected
+
+
+async def test_types_and_time_window_filters(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    world = Unit("Quokkas live on Rottnest Island.", occurred_start=day(2023, 2, 1))
+    experience = Unit(
+        "I saw quokkas on Rottnest Island.", fact_type="experience", occurred_start=day(2024, 2, 1)
+    )
+    await insert_units(db, bank, [world, experience])
+    assert ids(recall(api, bank, "quokkas Rottnest", types=["experience"])) == [str(experience.id)]
+    assert set(ids(recall(api, bank, "quokkas Rottnest", types=["world", "experience"]))) == {
+        str(world.id),
+        str(experience.id),
+    }
+    window = {"start": "2023-01-01T00:00:00Z", "end": "2023-12-31T23:59:59Z"}
+    assert ids(recall(api, bank, "quokkas Rottnest", time_window=window)) == [str(world.id)]
+
+
+async def test_bank_isolation(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    other = bank + "-other"
+    mine, theirs = Unit("The vault code is kept by Ignatius."), Unit("The vault code is kept by Ignatius.")
+    await insert_units(db, bank, [mine])
+    await insert_units(db, other, [theirs])
+    for preset in ("default", "keyword-only", "semantic-only"):
+        assert ids(recall(api, bank, "vault code Ignatius", preset=preset)) == [str(mine.id)]
+        assert ids(recall(api, other, "vault code Ignatius", preset=preset)) == [str(theirs.id)]
+
+
+async def test_keyword_only_preset_runs_one_arm(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    await insert_units(db, bank, [Unit("Marmalade recipe from grandma.")])
+    body = recall(api, bank, "marmalade", preset="keyword-only", trace=True)
+    assert list(body["trace"]["arms"]) == ["keyword"]
+    assert body["results"][0]["scores"]["arms"] == {"keyword": 1}
+
+
+def test_unknown_preset_and_bad_token_are_400(api: httpx.Client, bank: str) -> None:
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "x", "preset": "nope"})
+    assert r.status_code == 400 and "keyword-only" in r.json()["detail"]
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "x", "after": "42"})
+    assert r.status_code == 400 and "token" in r.json()["detail"]
+    assert api.post(f"/v1/banks/{bank}/recall", json={"query": "x", "extra": 1}).status_code == 422
+
+
+@pytest.mark.parametrize("query", ['"', "???", "the of and", "🦜🎉", "a" * 2000, "-not & | !(x) 'y':*", "or"])
+async def test_weird_queries_do_not_error(db: asyncpg.Pool, api: httpx.Client, bank: str, query: str) -> None:
+    await insert_units(db, bank, [Unit("Anything at all.")])
+    recall(api, bank, query, trace=True)
+
+
+def test_empty_bank_returns_empty_results(api: httpx.Client, bank: str) -> None:
+    body = recall(api, bank, "anything")
+    assert body["results"] == [] and body["tokens_used"] == 0
+
+
+async def test_trace_shape(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    await insert_units(
+        db, bank, [Unit("Walrus colonies gather on the ice in June.", occurred_start=day(2024, 6, 3))]
+    )
+    trace = recall(api, bank, "walrus colonies in June", query_timestamp=QUERY_TS, trace=True)["trace"]
+    assert set(trace["arms"]) == {"semantic", "keyword", "graph", "temporal"}
+    for arm in trace["arms"].values():
+        assert set(arm) >= {"count", "elapsed_ms", "candidates"}
+    assert trace["arms"]["semantic"]["candidates"][0]["rank"] == 1
+    assert set(trace["fused"]["top"][0]) == {"id", "rrf", "arms"}
+    assert set(trace["rerank_prefilter"]) == {"kept", "dropped", "cap", "boosts", "composition"}
+    assert trace["rerank_prefilter"]["cap"] == 300
+    assert trace["rerank"]["method"] == "synthetic"
+    assert set(trace["boosts"][0]) >= {"recency", "temporal", "proof", "final"}
+    assert set(trace["packing"]) >= {"kept", "skipped", "tokens"}
+    assert set(trace["timings_ms"]) >= {"embed", "arms", "fusion", "rerank", "boosts", "packing", "total"}
+
+
+def test_retain_then_recall_after_token_sees_the_fact(api: httpx.Client, bank: str) -> None:
+    r = api.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "items": [
+                {"content": "Alice adopted a grey cat named Pixel.", "speaker": "Alice", "message_id": "m-1"}
+            ]
+        },
+    )
+    assert r.status_code == 202, r.text
+    token = r.json()["consistency"]["token"]
+    body = recall(api, bank, "What is the name of Alice's cat?", after=token, trace=True)
+    assert any("Pixel" in res["text"] for res in body["results"])
+    assert body["results"][0]["source_message_ids"] == ["m-1"]
+    assert "consistency_wait" in body["trace"]["timings_ms"]
+
+
+def test_include_entities_and_chunks_after_retain(api: httpx.Client, bank: str) -> None:
+    r = api.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "items": [
+                {"content": "Bruno opened a bakery in Naples.", "speaker": "Bruno", "message_id": "m-2"}
+            ]
+        },
+    )
+    token = r.json()["consistency"]["token"]
+    body = recall(api, bank, "Bruno bakery", after=token, include={"entities": True, "chunks": True})
+    top = body["results"][0]
+    assert isinstance(top["entities"], list)
+    assert "chunk" in top
+    if top["chunk_id"] is not None and top["chunk"] is not None:
+        assert top["chunk"]["id"] == top["chunk_id"] and "Bruno" in top["chunk"]["text"]
+        small = recall(api, bank, "Bruno bakery", include={"chunks": True, "max_chunk_tokens": 2})
+        assert count_tokens(small["results"][0]["chunk"]["text"]) <= 2
+
+
+async def test_graph_arm_surfaces_an_entity_neighbour(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    seed = Unit("Alice works at Google as a software engineer.")
+    neighbour = Unit("The quarterly offsite in Denver was cancelled.")
+    await insert_units(db, bank, [seed, neighbour])
+    await insert_entity(db, bank, "Google", [seed.id, neighbour.id])
+    body = recall(api, bank, "Where does Alice work?", include={"entities": True})
+    by_id = {r["id"]: r for r in body["results"]}
+    assert by_id[str(neighbour.id)]["scores"]["arms"] == {"graph": 1}
+    assert by_id[str(seed.id)]["entities"] == ["Google"]

@@ -1,0 +1,89 @@
+"""Pure parts of recall: the keyword query, the filter compiler, the window, the request model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from recall_api.recall.arms import keyword_or_query
+from recall_api.recall.temporal import query_window
+from schemas.recall import RecallRequest
+from store.recall import RecallFilters, compile_filters
+
+REF = datetime(2024, 7, 15, 12, tzinfo=UTC)
+
+
+def test_keyword_query_ors_the_words_and_drops_syntax() -> None:
+    assert keyword_or_query('What did "Caroline" do -at the group?') == (
+        "what or did or caroline or do or at or the or group"
+    )
+    assert keyword_or_query("cats OR dogs or cats") == "cats or dogs"
+    assert keyword_or_query("??? \"' !") == ""
+    assert keyword_or_query("🦜") == ""
+
+
+def test_keyword_query_caps_terms() -> None:
+    assert keyword_or_query(" ".join(f"w{i}" for i in range(500))).count(" or ") == 63
+
+
+def test_filters_compile_to_bound_fragments() -> None:
+    f = RecallFilters(
+        types=["world"],
+        tags=["a", "b"],
+        tags_match="all_strict",
+        window_start=REF,
+        window_end=REF,
+    )
+    where, params = compile_filters(f, 4)
+    assert where == (
+        " AND u.fact_type = ANY($4::text[]) AND u.tags @> $5::text[]"
+        " AND coalesce(u.occurred_end, u.occurred_start, u.mentioned_at) >= $6::timestamptz"
+        " AND coalesce(u.occurred_start, u.mentioned_at) <= $7::timestamptz"
+    )
+    assert params == [["world"], ["a", "b"], REF, REF]
+
+
+@pytest.mark.parametrize(
+    ("mode", "clause"),
+    [
+        ("any", "(cardinality(x.tags) = 0 OR x.tags && $1::text[])"),
+        ("all", "(cardinality(x.tags) = 0 OR x.tags @> $1::text[])"),
+        ("any_strict", "x.tags && $1::text[]"),
+        ("all_strict", "x.tags @> $1::text[]"),
+        ("exact", "(x.tags @> $1::text[] AND x.tags <@ $1::text[])"),
+    ],
+)
+def test_tag_modes(mode: str, clause: str) -> None:
+    assert compile_filters(RecallFilters(tags=["t"], tags_match=mode), 1, "x") == (f" AND {clause}", [["t"]])
+
+
+def test_no_filters_compile_to_nothing() -> None:
+    assert compile_filters(RecallFilters(), 3) == ("", [])
+    assert compile_filters(RecallFilters(tags=[]), 3) == ("", [])
+
+
+def test_query_window() -> None:
+    w = query_window("What did I do last spring?", REF)
+    assert w is not None
+    assert (w.start, w.end.date()) == (datetime(2024, 3, 1, tzinfo=UTC), datetime(2024, 5, 31).date())
+    assert w.start < w.center < w.end
+    assert query_window("What sports do I like?", REF) is None
+
+
+def test_request_defaults_and_limits() -> None:
+    req = RecallRequest(query="x")
+    assert (req.budget, req.max_tokens, req.tags_match, req.preset) == ("mid", 4096, "any", "default")
+    assert (req.include.chunks, req.include.max_chunk_tokens, req.include.entities) == (False, 8192, False)
+    for bad in (
+        {"query": ""},
+        {"query": "x" * 2001},
+        {"query": "x", "max_tokens": 0},
+        {"query": "x", "types": ["fact"]},
+        {"query": "x", "query_timestamp": "2024-01-01T00:00:00"},
+        {"query": "x", "unknown": 1},
+        {"query": "x", "tags_match": "some"},
+    ):
+        with pytest.raises(ValidationError):
+            RecallRequest.model_validate(bad)
