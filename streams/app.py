@@ -56,6 +56,12 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
         topic_replication_factor=1,
         consumer_auto_offset_reset="earliest",
         broker_commit_every=500,
+        # Tansu delays a group join by half the rebalance timeout (Faust's default 60 s made
+        # every worker start wait 30 s); 10 s also lets a dead worker's partitions move on
+        # sooner. Heartbeats stay well inside the session timeout.
+        broker_rebalance_timeout=10.0,
+        broker_session_timeout=10.0,
+        broker_heartbeat_interval=2.0,
         broker_commit_interval=1.0,
         producer_acks=-1,
         stream_wait_empty=True,
