@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from recall_api.recall.scoring import sigmoid_normalize, synthetic_scores
+from recall_api.recall.scoring import sigmoid_normalize, synthetic_scores, synthetic_scores_from_fused
 
 __all__ = [
     "RERANK_BATCH_SIZE",
@@ -92,13 +92,17 @@ async def rerank_scores(
     reranker: Reranker | None,
     query: str,
     documents: Sequence[str],
+    fused: Sequence[float] | None = None,
 ) -> tuple[list[float], str]:
     """Normalized relevance for rank-ordered documents, and how it was obtained.
 
-    Without a reranker the documents' order (RRF order) becomes synthetic scores over
-    [0.1, 1.0], so the later multiplicative boosts still act on a meaningful base.
+    Without a reranker the fused (RRF) scores become synthetic scores over [0.1, 1.0], so
+    the later multiplicative boosts still act on a meaningful base (by rank alone when the
+    fused scores are not given).
     """
     if reranker is None:
+        if fused is not None:
+            return synthetic_scores_from_fused(fused), "synthetic"
         return synthetic_scores(len(documents)), "synthetic"
     raw = await reranker.ascore(query, documents)
     return normalize_scores(raw), f"cross-encoder:{reranker.model_name}"

@@ -144,22 +144,46 @@ async def semantic_search(
 
 
 async def keyword_search(
-    conn: asyncpg.Connection, bank_id: str, or_query: str, *, limit: int, filters: RecallFilters
+    conn: asyncpg.Connection,
+    bank_id: str,
+    or_query: str,
+    *,
+    limit: int,
+    filters: RecallFilters,
+    bank_size: int,
 ) -> list[asyncpg.Record]:
-    """``(id, score)`` by ts_rank_cd for a websearch query such as ``"alice or google"``.
+    """``(id, score)`` ranked by BM25 (k1 = 1.2, b = 0.75) over the stemmed lexemes.
 
-    A query that parses to no lexeme (stop words only) matches nothing instead of erroring.
+    Postgres' ts_rank_cd has no inverse document frequency: a speaker's name, present in
+    almost every fact of a conversation, would weigh as much as a rare proper noun. The
+    candidates are the facts matching any query lexeme, so each lexeme's document frequency
+    is counted over them. A query with no lexeme (stop words only) matches nothing.
     """
-    where, params = compile_filters(filters, 4)
+    where, params = compile_filters(filters, 5)
     sql = f"""
-        WITH q AS (SELECT websearch_to_tsquery('english', $2) AS tsq)
-        SELECT u.id, ts_rank_cd(u.search, q.tsq) AS score
-        FROM memory_units u, q
-        WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND u.search @@ q.tsq{where}
-        ORDER BY score DESC, u.id
+        WITH q AS (SELECT websearch_to_tsquery('english', $2) AS tsq),
+        terms AS (SELECT lexeme FROM unnest(to_tsvector('english', $2))),
+        cand AS (
+            SELECT u.id, u.search, greatest(length(u.search), 1)::float8 AS dl
+            FROM memory_units u, q
+            WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND u.search @@ q.tsq{where}
+        ),
+        avgdl AS (SELECT coalesce(avg(dl), 1) AS v FROM cand),
+        tf AS (
+            SELECT c.id, c.dl, t.lexeme, greatest(cardinality(t.positions), 1)::float8 AS tf
+            FROM cand c, unnest(c.search) t
+            WHERE t.lexeme IN (SELECT lexeme FROM terms)
+        ),
+        df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
+        SELECT tf.id,
+               sum(ln(1 + ($4::float8 - df.df + 0.5) / (df.df + 0.5))
+                   * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score
+        FROM tf JOIN df USING (lexeme), avgdl
+        GROUP BY tf.id
+        ORDER BY score DESC, tf.id
         LIMIT $3
     """
-    return await conn.fetch(sql, bank_id, or_query, limit, *params)
+    return await conn.fetch(sql, bank_id, or_query, limit, float(max(bank_size, 1)), *params)
 
 
 async def graph_expand(
@@ -176,19 +200,21 @@ async def graph_expand(
     filters: RecallFilters,
     exact: bool,
     ef_search: int,
+    bank_size: int,
 ) -> list[asyncpg.Record]:
     """Neighbours of the top semantic hits: ``(id, score, entity, semantic, causal, seeds)``.
 
     score = tanh(entity_weight * shared entities) + best semantic-link weight
-    + best causal-link weight * causal_boost. Non-causal links are stored once per pair, so
-    links are followed in both directions; causal ones too (cause and effect both explain).
-    Seeds themselves are excluded: the semantic arm already ranks them.
+    + best causal-link weight * causal_boost, each signal scaled by the similarity of the
+    seed it spreads from (spreading activation); a seed starts with its own similarity, so it
+    keeps its place against its neighbours. Non-causal links are stored once per pair, so links
+    are followed in both directions; causal ones too (cause and effect both explain).
     """
-    where, params = compile_filters(filters, 9)
+    where, params = compile_filters(filters, 10)
     causal = ", ".join(f"'{t}'" for t in CAUSAL_LINK_TYPES)
     sql = f"""
         WITH seeds AS (
-            SELECT id FROM (
+            SELECT id, sim FROM (
                 SELECT u.id, 1 - (u.embedding <=> $2) AS sim FROM memory_units u
                 WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
                 ORDER BY {_order_by_distance(exact)}
@@ -196,42 +222,52 @@ async def graph_expand(
             ) s WHERE sim >= $4
         ),
         entity_hits AS (
-            SELECT ue2.unit_id AS id, tanh($5::float8 * count(DISTINCT ue2.entity_id)) AS score
-            FROM unit_entities ue1
+            SELECT ue2.unit_id AS id,
+                   tanh($5::float8 * count(DISTINCT ue2.entity_id)) * max(s.sim) AS score
+            FROM seeds s
+            JOIN unit_entities ue1 ON ue1.unit_id = s.id
+            JOIN entities e ON e.id = ue1.entity_id
             JOIN unit_entities ue2 ON ue2.entity_id = ue1.entity_id
-            WHERE ue1.unit_id IN (SELECT id FROM seeds) AND ue2.bank_id = $1
+            WHERE ue2.bank_id = $1 AND ue2.unit_id <> s.id
+              -- An entity in most facts (a conversation's speakers) connects everything to
+              -- everything and says nothing: it is left out of the entity signal.
+              AND e.mention_count <= greatest(20, $9::float8 * 0.05)
             GROUP BY ue2.unit_id
         ),
         edges AS (
-            SELECT l.to_id AS id, l.link_type, l.weight FROM memory_links l
-            WHERE l.from_id IN (SELECT id FROM seeds) AND l.bank_id = $1
+            SELECT l.to_id AS id, l.link_type, l.weight, l.weight * s.sim AS activation
+            FROM memory_links l JOIN seeds s ON s.id = l.from_id WHERE l.bank_id = $1
             UNION ALL
-            SELECT l.from_id, l.link_type, l.weight FROM memory_links l
-            WHERE l.to_id IN (SELECT id FROM seeds) AND l.bank_id = $1
+            SELECT l.from_id, l.link_type, l.weight, l.weight * s.sim
+            FROM memory_links l JOIN seeds s ON s.id = l.to_id WHERE l.bank_id = $1
         ),
         signals AS (
-            SELECT id, score AS entity, 0::float8 AS semantic, 0::float8 AS causal FROM entity_hits
+            SELECT id, score AS entity, 0::float8 AS semantic, 0::float8 AS causal, 0::float8 AS seed
+            FROM entity_hits
             UNION ALL
-            SELECT id, 0::float8, max(weight)::float8, 0::float8 FROM edges
+            SELECT id, 0::float8, max(activation)::float8, 0::float8, 0::float8 FROM edges
             WHERE link_type = 'semantic' AND weight >= $6::float8 GROUP BY id
             UNION ALL
-            SELECT id, 0::float8, 0::float8, max(weight)::float8 * $7::float8 FROM edges
+            SELECT id, 0::float8, 0::float8, max(activation)::float8 * $7::float8, 0::float8 FROM edges
             WHERE link_type IN ({causal}) GROUP BY id
+            UNION ALL
+            SELECT id, 0::float8, 0::float8, 0::float8, sim::float8 FROM seeds
         ),
         scored AS (
-            SELECT id, sum(entity) AS entity, sum(semantic) AS semantic, sum(causal) AS causal
+            SELECT id, sum(entity) AS entity, sum(semantic) AS semantic, sum(causal) AS causal,
+                   sum(seed) AS seed
             FROM signals GROUP BY id
         )
-        SELECT u.id, sc.entity + sc.semantic + sc.causal AS score,
+        SELECT u.id, sc.seed + sc.entity + sc.semantic + sc.causal AS score,
                sc.entity, sc.semantic, sc.causal, (SELECT count(*) FROM seeds) AS seeds
         FROM scored sc JOIN memory_units u ON u.id = sc.id
-        WHERE u.bank_id = $1 AND u.id NOT IN (SELECT id FROM seeds){where}
-          AND sc.entity + sc.semantic + sc.causal > 0
+        WHERE u.bank_id = $1{where}
+          AND sc.seed + sc.entity + sc.semantic + sc.causal > 0
         ORDER BY score DESC, u.id
         LIMIT $8
     """
     args = [bank_id, _vec(embedding), seed_count, seed_min_similarity, entity_weight]
-    args += [semantic_link_min, causal_boost, limit, *params]
+    args += [semantic_link_min, causal_boost, limit, float(bank_size), *params]
     async with conn.transaction():
         if not exact:
             await _set_ef_search(conn, ef_search)

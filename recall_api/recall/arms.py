@@ -109,7 +109,9 @@ async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
     or_query = keyword_or_query(ctx.query)
     if not or_query:
         return ArmResult("keyword", [], note="no terms")
-    rows = await sql.keyword_search(conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters)
+    rows = await sql.keyword_search(
+        conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters, bank_size=ctx.bank_size
+    )
     return ArmResult("keyword", [ArmHit(r["id"], float(r["score"])) for r in rows], note=or_query)
 
 
@@ -129,6 +131,7 @@ async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
         filters=ctx.filters,
         exact=ctx.exact,
         ef_search=ctx.ef_search,
+        bank_size=ctx.bank_size,
     )
     hits = [
         ArmHit(

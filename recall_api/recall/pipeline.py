@@ -167,7 +167,9 @@ async def run_recall(
     lap("hydrate")
 
     docs = [format_candidate(s.row["text"], s.when) for s in items]
-    scores, rerank_method = await rerank_scores(reranker if cfg.rerank else None, req.query, docs)
+    scores, rerank_method = await rerank_scores(
+        reranker if cfg.rerank else None, req.query, docs, [s.cand.fused_score for s in items]
+    )
     for s, score in zip(items, scores, strict=True):
         s.rerank = score
     lap("rerank")

@@ -17,6 +17,7 @@ __all__ = [
     "sigmoid",
     "sigmoid_normalize",
     "synthetic_scores",
+    "synthetic_scores_from_fused",
     "temporal_proximity_signal",
 ]
 
@@ -73,6 +74,23 @@ def synthetic_scores(n: int) -> list[float]:
         return [_SYNTHETIC_TOP]
     step = (_SYNTHETIC_TOP - _SYNTHETIC_BOTTOM) / max(n - 1, 1)
     return [_SYNTHETIC_TOP - i * step for i in range(n)]
+
+
+def synthetic_scores_from_fused(fused: Sequence[float]) -> list[float]:
+    """Stand-in relevance from the fused (RRF) scores of rank-ordered candidates, spread over
+    [0.1, 1.0] by min-max.
+
+    Monotone in RRF rank like `synthetic_scores`, but it keeps the gaps: with a linear spread
+    over 300 candidates neighbouring ranks differ by 0.003, so the ±10 % recency boost would
+    reorder the top thirty at will; consensus across arms must not be that easy to undo.
+    """
+    if not fused:
+        return []
+    top, bottom = max(fused), min(fused)
+    if top - bottom <= 1e-12:
+        return [_SYNTHETIC_TOP] * len(fused)
+    span = _SYNTHETIC_TOP - _SYNTHETIC_BOTTOM
+    return [_SYNTHETIC_BOTTOM + span * (f - bottom) / (top - bottom) for f in fused]
 
 
 def _as_utc(moment: datetime) -> datetime:

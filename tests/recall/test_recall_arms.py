@@ -85,12 +85,15 @@ async def test_graph_follows_shared_entity_and_causal_link(db: asyncpg.Pool, ban
 
     result = await arm(db, "graph", bank, "Where does Alice work?")
     scores = {h.unit_id: h.score for h in result.hits}
-    assert seed.id not in scores  # seeds are the semantic arm's job
-    assert unrelated.id not in scores
-    assert result.ids[0] == by_cause.id
-    assert scores[by_cause.id] == pytest.approx(0.8 * 2.0, abs=1e-4)
-    assert scores[by_semantic.id] == pytest.approx(0.75, abs=1e-4)
-    assert scores[by_entity.id] == pytest.approx(math.tanh(0.5), abs=1e-4)
+    # Spreading activation: the seed starts with its similarity, and every signal it passes
+    # on is scaled by it.
+    sim = scores[seed.id]
+    assert 0.5 <= sim <= 1.0
+    assert unrelated.id not in scores  # its link is below the 0.7 floor
+    assert result.ids == [by_cause.id, seed.id, by_semantic.id, by_entity.id]
+    assert scores[by_cause.id] == pytest.approx(0.8 * 2.0 * sim, abs=1e-4)
+    assert scores[by_semantic.id] == pytest.approx(0.75 * sim, abs=1e-4)
+    assert scores[by_entity.id] == pytest.approx(math.tanh(0.5) * sim, abs=1e-4)
 
 
 async def test_graph_respects_filters(db: asyncpg.Pool, bank: str) -> None:
@@ -98,8 +101,9 @@ async def test_graph_respects_filters(db: asyncpg.Pool, bank: str) -> None:
     linked = Unit("The quarterly offsite in Denver was cancelled.", fact_type="experience")
     await insert_units(db, bank, [seed, linked])
     await insert_entity(db, bank, "Google", [seed.id, linked.id])
-    assert (await arm(db, "graph", bank, "Where does Alice work?")).ids == [linked.id]
-    assert (await arm(db, "graph", bank, "Where does Alice work?", types=["world"])).ids == []
+    assert (await arm(db, "graph", bank, "Where does Alice work?")).ids == [seed.id, linked.id]
+    assert (await arm(db, "graph", bank, "Where does Alice work?", types=["world"])).ids == [seed.id]
+    assert (await arm(db, "graph", bank, "Where does Alice work?", types=["experience"])).ids == []
 
 
 async def test_temporal_last_spring_keeps_in_window_facts(db: asyncpg.Pool, bank: str) -> None:
