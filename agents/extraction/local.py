@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from agents.extraction.dates import TimeRange, find_time_ranges, format_time_range
@@ -29,7 +30,7 @@ from agents.extraction.sentences import sentence_spans
 from schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
 from schemas.ids import stable_id
 
-__all__ = ["MAX_FACT_CHARS", "extract_local", "facts_for_message", "speakers_of"]
+__all__ = ["MAX_FACT_CHARS", "exchange_facts", "extract_local", "facts_for_message", "speakers_of"]
 
 MAX_FACT_CHARS = 600
 
@@ -65,9 +66,53 @@ def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
     texts = [m.content for m in chunk.messages]
     docs: list[Any] = list(nlp.pipe(texts)) if nlp is not None else [None] * len(texts)
     facts: list[ExtractedFact] = []
+    per_message: list[list[ExtractedFact]] = []
     for message, doc in zip(chunk.messages, docs, strict=True):
-        facts.extend(facts_for_message(message, speakers, doc=doc))
+        own = facts_for_message(message, speakers, doc=doc)
+        per_message.append(own)
+        facts.extend(own)
+    facts.extend(exchange_facts(chunk.messages, per_message))
     return facts
+
+
+def exchange_facts(
+    messages: Sequence[MessageEvent], per_message: Sequence[Sequence[ExtractedFact]]
+) -> list[ExtractedFact]:
+    """One fact per reply: a turn with the turn it answers, citing both.
+
+    A turn alone often misses what it is about ("Yes, last Friday!"); the exchange keeps
+    the question and the answer together, as the extraction principles ask of narrative
+    facts. Only consecutive turns of one conversation are paired, and only when the pair
+    stays short; the per-turn facts remain the fine-grained record.
+    """
+    out: list[ExtractedFact] = []
+    for (prev, prev_facts), (cur, cur_facts) in pairwise(zip(messages, per_message, strict=True)):
+        if not prev.conversation_id or prev.conversation_id != cur.conversation_id:
+            continue
+        if not prev_facts or not cur_facts or prev.speaker == cur.speaker:
+            continue
+        text = " ".join(f.text for f in (*prev_facts, *cur_facts))
+        if len(text) > 2 * MAX_FACT_CHARS:
+            continue
+        dated = next((f for f in (*cur_facts, *prev_facts) if f.occurred_start), None)
+        out.append(
+            ExtractedFact(
+                fact_id=stable_id(cur.bank_id, "exchange", prev.message_id, cur.message_id),
+                text=text,
+                fact_type="world",
+                occurred_start=dated.occurred_start if dated else None,
+                occurred_end=dated.occurred_end if dated else None,
+                mentioned_at=cur.timestamp,
+                entities=merge_mentions([e for f in (*prev_facts, *cur_facts) for e in f.entities]),
+                source_message_ids=[prev.message_id, cur.message_id],
+                context=cur.context,
+                document_id=cur.document_id,
+                conversation_id=cur.conversation_id,
+                tags=sorted(set(prev.tags) | set(cur.tags)),
+                metadata={"extractor": "local", "unit": "exchange"},
+            )
+        )
+    return out
 
 
 def speakers_of(messages: Sequence[MessageEvent]) -> list[str]:
@@ -186,6 +231,7 @@ def _metadata(message: MessageEvent) -> dict[str, Any]:
     meta = dict(message.metadata)
     meta["message_event_id"] = str(message.event_id)
     meta.setdefault("extractor", "local")
+    meta.setdefault("unit", "turn")
     if message.speaker:
         meta.setdefault("speaker", message.speaker)
     return meta

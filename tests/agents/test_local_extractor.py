@@ -19,6 +19,11 @@ LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locom
 BANK = "test-bank"
 
 
+def turn_facts(chunk: ChunkEvent) -> list[ExtractedFact]:
+    """The per-turn facts of `extract_local` (exchange facts are tested on their own)."""
+    return [f for f in extract_local(chunk) if f.metadata.get("unit") == "turn"]
+
+
 def _conversation() -> dict[str, Any]:
     path = LOCOMO / "conv-26.json"
     if not path.exists():
@@ -68,7 +73,7 @@ def _by_message(facts: list[ExtractedFact]) -> dict[str, list[ExtractedFact]]:
 
 
 def test_first_person_and_relative_date_resolved() -> None:
-    facts = _by_message(extract_local(_chunk(_messages(_conversation(), 1))))
+    facts = _by_message(turn_facts(_chunk(_messages(_conversation(), 1))))
     (fact,) = facts["D1:3"]
     assert fact.text.startswith("Caroline went to a LGBTQ support group yesterday")
     assert "7 May 2023" in fact.text
@@ -84,7 +89,7 @@ def test_first_person_and_relative_date_resolved() -> None:
 
 
 def test_second_person_resolved_and_speaker_named() -> None:
-    facts = _by_message(extract_local(_chunk(_messages(_conversation(), 1))))
+    facts = _by_message(turn_facts(_chunk(_messages(_conversation(), 1))))
     (fact,) = facts["D1:4"]  # Melanie: "... Did you hear any inspiring stories?"
     assert "Melanie" in fact.text
     assert "Did Caroline hear" in fact.text
@@ -96,7 +101,7 @@ def test_second_person_resolved_and_speaker_named() -> None:
 def test_every_turn_yields_a_fact_with_provenance_and_speaker() -> None:
     conv = _conversation()
     messages = _messages(conv, 1)
-    facts = extract_local(_chunk(messages))
+    facts = turn_facts(_chunk(messages))
     by_message = _by_message(facts)
     assert list(by_message) == [m.message_id for m in messages]
     for message in messages:
@@ -115,16 +120,16 @@ def test_every_turn_yields_a_fact_with_provenance_and_speaker() -> None:
 def test_filler_turn_still_produces_a_fact() -> None:
     conv = _conversation()
     message = _messages(conv, 1)[0].model_copy(update={"content": "lol", "message_id": "X:1"})
-    (fact,) = extract_local(_chunk([message]))
+    (fact,) = turn_facts(_chunk([message]))
     assert fact.source_message_ids == ["X:1"]
     assert "Caroline" in fact.text and "lol" in fact.text
 
 
 def test_fact_ids_are_stable_across_chunk_boundaries() -> None:
     messages = _messages(_conversation(), 1)
-    whole = extract_local(_chunk(messages))
-    halves = extract_local(_chunk(messages[:5])) + extract_local(_chunk(messages[5:]))
-    again = extract_local(_chunk(messages))
+    whole = turn_facts(_chunk(messages))
+    halves = turn_facts(_chunk(messages[:5])) + turn_facts(_chunk(messages[5:]))
+    again = turn_facts(_chunk(messages))
     assert [f.fact_id for f in whole] == [f.fact_id for f in halves]
     assert [f.model_dump() for f in whole] == [f.model_dump() for f in again]
     first = whole[0]
@@ -137,7 +142,7 @@ def test_long_turn_is_split_on_sentences_with_same_provenance() -> None:
     sentence = "I painted a big mural with my friends at the community center yesterday. "
     long_text = sentence * (MAX_FACT_CHARS // len(sentence) + 3)
     (message,) = [base.model_copy(update={"content": long_text.strip()})]
-    facts = extract_local(_chunk([message]))
+    facts = turn_facts(_chunk([message]))
     assert len(facts) >= 2
     assert all(f.source_message_ids == ["D1:3"] for f in facts)
     assert all(len(f.text) <= MAX_FACT_CHARS * 1.5 for f in facts)
@@ -157,7 +162,7 @@ def test_message_without_speaker_is_kept_verbatim() -> None:
         document_id="d1",
         received_at=when,
     )
-    (fact,) = extract_local(_chunk([message]))
+    (fact,) = turn_facts(_chunk([message]))
     assert fact.text == "The plant opened in 2019 in Berlin."
     assert fact.fact_type == "world"
     assert fact.document_id == "d1"
@@ -167,9 +172,9 @@ def test_message_without_speaker_is_kept_verbatim() -> None:
 def test_all_of_conv_26_is_fast_and_complete() -> None:
     conv = _conversation()
     chunks = [_chunk(_messages(conv, s)) for s in _sessions(conv)]
-    extract_local(chunks[0])  # warm the spaCy model outside the timing
+    turn_facts(chunks[0])  # warm the spaCy model outside the timing
     started = time.perf_counter()
-    facts = [f for chunk in chunks for f in extract_local(chunk)]
+    facts = [f for chunk in chunks for f in turn_facts(chunk)]
     elapsed = time.perf_counter() - started
     turns = sum(len(c.messages) for c in chunks)
     assert len({f.source_message_ids[0] for f in facts}) == turns
@@ -181,7 +186,26 @@ def test_works_without_spacy(monkeypatch: pytest.MonkeyPatch) -> None:
     from agents.extraction import local
 
     monkeypatch.setattr(local, "get_nlp", lambda: None)
-    facts = _by_message(extract_local(_chunk(_messages(_conversation(), 1))))
+    facts = _by_message(turn_facts(_chunk(_messages(_conversation(), 1))))
     (fact,) = facts["D1:3"]
     assert fact.text.startswith("Caroline went to a LGBTQ support group yesterday (7 May 2023)")
     assert fact.entities[0].name == "Caroline"
+
+
+def test_each_reply_also_yields_an_exchange_fact_citing_both_turns() -> None:
+    messages = _messages(_conversation(), 1)
+    facts = extract_local(_chunk(messages))
+    exchanges = [f for f in facts if f.metadata.get("unit") == "exchange"]
+    turns = [f for f in facts if f.metadata.get("unit") == "turn"]
+    assert len(turns) + len(exchanges) == len(facts)
+    pairs = [(a.message_id, b.message_id) for a, b in zip(messages, messages[1:]) if a.speaker != b.speaker]
+    assert [tuple(f.source_message_ids) for f in exchanges] == pairs
+    by_message = _by_message(turns)
+    first = exchanges[0]
+    a, b = first.source_message_ids
+    assert first.text == " ".join(f.text for f in (*by_message[a], *by_message[b]))
+    assert first.fact_id == stable_id(BANK, "exchange", a, b)
+    # Never across conversations.
+    other = messages[1].model_copy(update={"conversation_id": "elsewhere"})
+    mixed = extract_local(_chunk([messages[0], other]))
+    assert not [f for f in mixed if f.metadata.get("unit") == "exchange"]

@@ -129,7 +129,8 @@ def test_ingest_cli_sends_a_conversation_file_and_waits(api: httpx.Client, bank:
     )
     assert result.exit_code == 0, result.output
     assert "4 messages from 1 conversations" in result.output
-    assert _stats(api, bank)["facts"] == 4
+    # One fact per turn, and one per reply (turn + the turn it answers).
+    assert _stats(api, bank)["facts"] == 4 + 3
 
 
 @pytest.mark.skipif(
