@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -198,7 +199,7 @@ def test_each_reply_also_yields_an_exchange_fact_citing_both_turns() -> None:
     exchanges = [f for f in facts if f.metadata.get("unit") == "exchange"]
     turns = [f for f in facts if f.metadata.get("unit") == "turn"]
     assert len(turns) + len(exchanges) == len(facts)
-    pairs = [(a.message_id, b.message_id) for a, b in zip(messages, messages[1:]) if a.speaker != b.speaker]
+    pairs = [(a.message_id, b.message_id) for a, b in itertools.pairwise(messages) if a.speaker != b.speaker]
     assert [tuple(f.source_message_ids) for f in exchanges] == pairs
     by_message = _by_message(turns)
     first = exchanges[0]
