@@ -10,6 +10,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -43,9 +44,10 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    supervisor = Supervisor(make_settings(tmp_path_factory.mktemp("tempr")), say=lambda _m: None)
+@contextmanager
+def running_stack(settings: Settings) -> Iterator[Supervisor]:
+    """The whole runtime, as `tempr up` starts it, stopped on exit."""
+    supervisor = Supervisor(settings, say=lambda _m: None)
     try:
         supervisor.start_services()
         supervisor.start_children()
@@ -53,6 +55,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
         yield supervisor
     finally:
         supervisor.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
+    with running_stack(make_settings(tmp_path_factory.mktemp("tempr"))) as supervisor:
+        yield supervisor
 
 
 @pytest.fixture(scope="session")

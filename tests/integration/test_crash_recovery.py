@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from streams.runtime import Supervisor, child_env
-from tests.conftest import free_port, make_settings, wait_until
+from tests.conftest import free_port, make_settings, running_stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -155,16 +155,8 @@ def _assert_exactly_once(dsn: str, bank: str, accepted: list[str], timeout: floa
 
 @pytest.fixture(scope="module")
 def quiet_sweeper_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    supervisor = Supervisor(
-        make_settings(tmp_path_factory.mktemp("crash"), redeliver_after_s=3600.0), say=lambda _m: None
-    )
-    try:
-        supervisor.start_services()
-        supervisor.start_children()
-        supervisor.wait_until_healthy(timeout=180)
-        yield supervisor
-    finally:
-        supervisor.stop()
+    with running_stack(make_settings(tmp_path_factory.mktemp("crash"), redeliver_after_s=3600.0)) as stack:
+        yield stack
 
 
 def test_worker_killed_mid_stream_loses_and_doubles_nothing(quiet_sweeper_stack: Supervisor) -> None:

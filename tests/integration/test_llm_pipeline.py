@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from streams.runtime import Supervisor
-from tests.conftest import make_settings, wait_until
+from tests.conftest import make_settings, running_stack, wait_until
 from tests.llm_server import ScriptedLLMServer, reply_json, status
 
 pytestmark = pytest.mark.integration
@@ -48,14 +48,8 @@ def llm_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Superv
             llm_timeout_s=5.0,
             llm_max_retries=1,
         )
-        supervisor = Supervisor(settings, say=lambda _m: None)
-        try:
-            supervisor.start_services()
-            supervisor.start_children()
-            supervisor.wait_until_healthy(timeout=180)
+        with running_stack(settings) as supervisor:
             yield supervisor, server
-        finally:
-            supervisor.stop()
 
 
 def test_llm_facts_flow_through_the_pipeline(llm_stack: tuple[Supervisor, ScriptedLLMServer]) -> None:
