@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.extraction.sentences import sentence_spans
 from schemas.events import ChunkEvent, EndOfConversation, MessageEvent, decode_event, encode_event
 from schemas.ids import stable_id
 from streams.dead_letters import send_dead_letter
@@ -52,7 +53,12 @@ class Segmenter:
     ) -> list[PendingChunk]:
         now = time.monotonic() if now is None else now
         if message.conversation_id is None:
-            return [PendingChunk(make_chunk([message]), [token])]
+            pieces = split_long_item(message, self.max_chars)
+            # The record is acked once, after its last piece is sent.
+            return [
+                PendingChunk(make_chunk([piece]), [token] if i == len(pieces) - 1 else [])
+                for i, piece in enumerate(pieces)
+            ]
         key = (message.bank_id, message.conversation_id)
         buf = self._buffers.setdefault(key, _Buffer())
         out: list[PendingChunk] = []
@@ -90,6 +96,34 @@ class Segmenter:
     def _take(self, key: tuple[str, str]) -> PendingChunk:
         buf = self._buffers.pop(key)
         return PendingChunk(make_chunk(buf.messages), buf.tokens)
+
+
+def split_long_item(message: MessageEvent, max_chars: int) -> list[MessageEvent]:
+    """A document longer than a chunk becomes parts cut on sentence boundaries.
+
+    Each part keeps the message's id (provenance stays the document item) and carries
+    `metadata.part`/`parts`, which extractors fold into their fact ids so parts never collide.
+    A single sentence longer than `max_chars` is a part of its own.
+    """
+    text = message.content
+    if len(text) <= max_chars:
+        return [message]
+    groups: list[tuple[int, int]] = []
+    for start, end in sentence_spans(text):
+        if groups and end - groups[-1][0] <= max_chars:
+            groups[-1] = (groups[-1][0], end)
+        else:
+            groups.append((start, end))
+    pieces = [text[a:b].strip() for a, b in groups]
+    pieces = [p for p in pieces if p]
+    if len(pieces) <= 1:
+        return [message]
+    return [
+        message.model_copy(
+            update={"content": piece, "metadata": {**message.metadata, "part": i, "parts": len(pieces)}}
+        )
+        for i, piece in enumerate(pieces)
+    ]
 
 
 def _empty_marker() -> ChunkEvent:

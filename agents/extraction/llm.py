@@ -79,6 +79,11 @@ def fact_id(chunk: ChunkEvent, source_ids: list[str], index: int) -> UUID:
     ids are the client's stable keys; the index separates facts that cite the same turns.
     """
     scope = chunk.conversation_id or chunk.document_id or ""
+    parts = sorted({str(m.metadata["part"]) for m in chunk.messages if "part" in m.metadata})
+    if parts:  # the parts of one long document cite the same message: keep their facts apart
+        return stable_id(
+            chunk.bank_id, "llm-fact", scope, ",".join(sorted(source_ids)), "part", *parts, index
+        )
     return stable_id(chunk.bank_id, "llm-fact", scope, ",".join(sorted(source_ids)), index)
 
 

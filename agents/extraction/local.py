@@ -162,7 +162,7 @@ def _fact(
     ranges = [r for r in turn.ranges if start <= r.span[0] < end]
     when = ranges[0] if ranges else None
     return ExtractedFact(
-        fact_id=stable_id(message.bank_id, "fact", message.message_id, index),
+        fact_id=stable_id(message.bank_id, "fact", *_part_key(message), index),
         text=text,
         fact_type="experience" if first_person else "world",
         occurred_start=when.start if when else None,
@@ -177,6 +177,12 @@ def _fact(
         metadata=_metadata(message),
         embedding=None,
     )
+
+
+def _part_key(message: MessageEvent) -> tuple[str, ...]:
+    # A long document arrives in parts (see the segmenter); each part's facts need their own ids.
+    part = message.metadata.get("part")
+    return (message.message_id,) if part is None else (message.message_id, f"part-{part}")
 
 
 def _segments(text: str) -> list[tuple[int, int]]:

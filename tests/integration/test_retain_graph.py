@@ -154,3 +154,17 @@ def test_locomo_conversation_keeps_dia_ids_and_one_entity_per_speaker(api: httpx
     entities = api.get(f"/v1/banks/{bank}/entities", params={"limit": 1000}).json()["items"]
     for speaker in (sample["speaker_a"], sample["speaker_b"]):
         assert sum(1 for e in entities if e["canonical_name"].lower() == speaker.lower()) == 1
+
+
+def test_a_long_document_is_split_into_parts_that_all_cite_it(api: httpx.Client, bank: str) -> None:
+    sentence = "The handbook says remote staff visit the Lisbon office every second month. "
+    text = (sentence * 70).strip()  # ~5,300 characters: longer than one chunk (4,000)
+    r = api.post(f"/v1/banks/{bank}/memories", json={"items": [
+        {"content": text, "document_id": "handbook", "message_id": "hb-1"}]})
+    assert r.status_code == 202
+    wait_until(lambda: _settled(api, bank), timeout=60)
+    facts = api.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
+    assert {f["metadata"]["part"] for f in facts} == {0, 1}
+    assert all(f["source_message_ids"] == ["hb-1"] and f["document_id"] == "handbook" for f in facts)
+    # Near-duplicate sentences collapse, but each part keeps at least one fact of its own.
+    assert len({f["id"] for f in facts}) == len(facts) >= 2

@@ -1,0 +1,84 @@
+"""Segmenter buffering rules, without a broker."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from agents.extraction.local import extract_local
+from agents.segment_messages import Segmenter, split_long_item
+from schemas.events import MessageEvent
+from schemas.ids import stable_id
+
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def msg(
+    i: int, *, conversation: str | None = "c1", content: str | None = None, bank: str = "b"
+) -> MessageEvent:
+    return MessageEvent(
+        event_id=stable_id(bank, "message", i),
+        bank_id=bank,
+        message_id=f"m{i}",
+        content=content or f"Turn number {i}.",
+        speaker="Ann" if i % 2 else "Bo",
+        conversation_id=conversation,
+        received_at=NOW,
+    )
+
+
+def seg(**kw: float) -> Segmenter:
+    return Segmenter(
+        max_turns=int(kw.get("turns", 3)), max_chars=int(kw.get("chars", 1000)), idle_s=kw.get("idle", 1.0)
+    )
+
+
+def test_flushes_on_turn_count_in_order_with_every_token() -> None:
+    s = seg(turns=3)
+    assert s.add(msg(1), "t1", now=0) == [] and s.add(msg(2), "t2", now=0) == []
+    (out,) = s.add(msg(3), "t3", now=0)
+    assert [m.message_id for m in out.chunk.messages] == ["m1", "m2", "m3"]
+    assert out.tokens == ["t1", "t2", "t3"]
+    assert s.buffered == 0
+
+
+def test_flushes_before_the_size_limit_is_passed() -> None:
+    s = seg(turns=10, chars=30)
+    s.add(msg(1, content="x" * 20), "t1", now=0)
+    (out,) = s.add(msg(2, content="y" * 20), "t2", now=0)
+    assert [m.message_id for m in out.chunk.messages] == ["m1"] and out.tokens == ["t1"]
+    assert s.buffered == 1
+
+
+def test_idle_gap_and_end_of_conversation_flush() -> None:
+    s = seg(turns=10, idle=1.0)
+    s.add(msg(1), "t1", now=0)
+    s.add(msg(2, conversation="c2"), "t2", now=0.8)
+    (idle,) = s.flush_idle(now=1.2)  # only c1 has been quiet for a second
+    assert idle.chunk.conversation_id == "c1"
+    (ended,) = s.end("b", "c2", "eoc")
+    assert [m.message_id for m in ended.chunk.messages] == ["m2"] and ended.tokens == ["t2", "eoc"]
+    (marker,) = s.end("b", "c3", "eoc2")  # nothing buffered: only the record to ack
+    assert marker.chunk.messages == [] and marker.tokens == ["eoc2"]
+
+
+def test_items_outside_a_conversation_are_chunks_at_once() -> None:
+    (out,) = seg().add(msg(1, conversation=None), "t", now=0)
+    assert [m.message_id for m in out.chunk.messages] == ["m1"] and out.tokens == ["t"]
+
+
+def test_long_document_is_cut_on_sentences_and_acked_once() -> None:
+    sentence = "The quarterly report covers revenue, hiring and the new office in Porto. "
+    long = msg(1, conversation=None, content=(sentence * 12).strip())
+    parts = split_long_item(long, 300)
+    assert len(parts) == 3  # four 73-character sentences fit in 300
+    assert all(len(p.content) <= 300 and p.content.endswith(".") for p in parts)
+    assert " ".join(p.content for p in parts) == long.content
+    assert [p.metadata["part"] for p in parts] == [0, 1, 2]
+    out = seg(chars=300).add(long, "t", now=0)
+    assert [o.tokens for o in out] == [[], [], ["t"]]
+    assert all(o.chunk.messages[0].message_id == "m1" for o in out)
+    # Every part's facts cite the item, and no two parts share a fact id.
+    facts = [f for o in out for f in extract_local(o.chunk)]
+    assert {tuple(f.source_message_ids) for f in facts} == {("m1",)}
+    assert len({f.fact_id for f in facts}) == len(facts)
+    assert split_long_item(msg(2, conversation=None), 300) == [msg(2, conversation=None)]
