@@ -159,8 +159,10 @@ def test_locomo_conversation_keeps_dia_ids_and_one_entity_per_speaker(api: httpx
 def test_a_long_document_is_split_into_parts_that_all_cite_it(api: httpx.Client, bank: str) -> None:
     sentence = "The handbook says remote staff visit the Lisbon office every second month. "
     text = (sentence * 70).strip()  # ~5,300 characters: longer than one chunk (4,000)
-    r = api.post(f"/v1/banks/{bank}/memories", json={"items": [
-        {"content": text, "document_id": "handbook", "message_id": "hb-1"}]})
+    r = api.post(
+        f"/v1/banks/{bank}/memories",
+        json={"items": [{"content": text, "document_id": "handbook", "message_id": "hb-1"}]},
+    )
     assert r.status_code == 202
     wait_until(lambda: _settled(api, bank), timeout=60)
     facts = api.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
