@@ -15,9 +15,17 @@ from uuid import UUID
 
 import asyncpg
 
-from agents.resolution.entities import KnownEntity
-from agents.resolution.graph_update import ResolvedFacts, fact_time, link_facts, resolve_facts
+from agents.resolution.entities import KnownEntity, Resolution
+from agents.resolution.graph_update import (
+    ResolvedFacts,
+    borderline_merges,
+    fact_time,
+    link_facts,
+    resolve_facts,
+)
 from agents.resolution.links import FactPoint
+from agents.resolution.llm_judge import judge_borderline, pair_key
+from inference.llm import LLMClient
 from schemas.events import FactsEvent, GraphEvent, decode_event, encode_event
 from store import entities as entity_store
 from store import graph_context
@@ -62,9 +70,10 @@ async def _neighbours(pool: asyncpg.Pool, resolved: ResolvedFacts) -> list[FactP
 
 
 async def resolve_bank_batch(
-    pool: asyncpg.Pool, events: list[FactsEvent], recent: deque[FactPoint]
+    pool: asyncpg.Pool, events: list[FactsEvent], recent: deque[FactPoint], llm: LLMClient | None = None
 ) -> list[GraphEvent]:
-    """One bank's events, in order: resolve, persist new entities, link."""
+    """One bank's events, in order: resolve (an LLM judging borderline merges when configured),
+    persist new entities, link."""
     bank = events[0].bank_id
     known = {
         r["id"]: KnownEntity(
@@ -79,7 +88,14 @@ async def resolve_bank_batch(
     }
     out: list[GraphEvent] = []
     for event in events:
-        resolved = resolve_facts(event, known)
+        decide = None
+        if llm is not None and (pairs := borderline_merges(event, known)):
+            decisions = await judge_borderline(llm, pairs)
+
+            def decide(r: Resolution, c: KnownEntity, _f: object, d: dict = decisions) -> bool:
+                return d.get(pair_key(r, c), True)
+
+        resolved = resolve_facts(event, known, decide)
         if resolved.entities:
             async with pool.acquire() as conn:
                 await entity_store.upsert_entities(conn, bank, list(resolved.entities.values()))
@@ -92,6 +108,7 @@ async def resolve_bank_batch(
 
 def register(app: Any, topics: Any, ctx: Any) -> None:
     recent: dict[str, deque[FactPoint]] = defaultdict(lambda: deque(maxlen=_RECENT_PER_BANK))
+    llm = LLMClient(ctx.settings) if ctx.settings.llm_configured else None
 
     @app.agent(topics.facts, name="resolve_entities")
     async def resolve_entities(stream: Any) -> None:
@@ -110,7 +127,7 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                     )
             for bank, items in by_bank.items():
                 try:
-                    updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank])
+                    updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank], llm)
                 except Exception as exc:
                     log.exception("resolution failed for bank %s", bank)
                     for event, _ in items:

@@ -6,12 +6,20 @@ between the two steps (which facts are neighbours depends on the resolved entiti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from uuid import UUID
 
-from agents.resolution.entities import KnownEntity, merge_resolution, resolve_mentions
+from agents.resolution.entities import (
+    KnownEntity,
+    Resolution,
+    display_name,
+    entity_id_for,
+    merge_resolution,
+    resolve_mentions,
+)
 from agents.resolution.links import FactPoint, build_links
 from schemas.events import ExtractedFact, FactsEvent, GraphEvent, ResolvedEntity, UnitEntity
 
@@ -30,16 +38,28 @@ class ResolvedFacts:
     points: list[FactPoint] = field(default_factory=list)
 
 
-def resolve_facts(event: FactsEvent, known: dict[UUID, KnownEntity]) -> ResolvedFacts:
+Decide = Callable[[Resolution, KnownEntity, ExtractedFact], bool]
+
+
+def resolve_facts(
+    event: FactsEvent, known: dict[UUID, KnownEntity], decide: Decide | None = None
+) -> ResolvedFacts:
     """Resolve every mention against `known`, which is updated in place so the next chunk of
-    the same batch sees the entities this one created."""
+    the same batch sees the entities this one created.
+
+    `decide` confirms borderline merges (an LLM's judgement when one is configured); a merge
+    it rejects becomes a new entity of its own. Without it the rules decide.
+    """
     out = ResolvedFacts(event)
     for fact in event.facts:
         when = fact_time(fact)
         ids: list[UUID] = []
-        for resolution in resolve_mentions(
-            fact.entities, list(known.values()), bank_id=event.bank_id, when=when
-        ):
+        found = resolve_mentions(fact.entities, list(known.values()), bank_id=event.bank_id, when=when)
+        for resolution in found:
+            if decide is not None and resolution.borderline and not resolution.is_new:
+                candidate = known.get(resolution.entity_id)
+                if candidate is not None and not decide(resolution, candidate, fact):
+                    resolution = as_new_entity(event.bank_id, resolution)
             entity = merge_resolution(known.get(resolution.entity_id), resolution, when)
             known[entity.entity_id] = entity
             previous = out.entities.get(entity.entity_id)
@@ -57,6 +77,31 @@ def resolve_facts(event: FactsEvent, known: dict[UUID, KnownEntity]) -> Resolved
                 out.unit_entities.append(UnitEntity(unit_id=fact.fact_id, entity_id=entity.entity_id))
         out.points.append(_point(fact, ids, event.facts))
     return out
+
+
+def as_new_entity(bank_id: str, resolution: Resolution) -> Resolution:
+    return replace(
+        resolution,
+        entity_id=entity_id_for(bank_id, resolution.surface, resolution.kind),
+        canonical_name=display_name(resolution.surface),
+        is_new=True,
+        matched_by="new",
+        borderline=False,
+    )
+
+
+def borderline_merges(
+    event: FactsEvent, known: dict[UUID, KnownEntity]
+) -> list[tuple[Resolution, KnownEntity, ExtractedFact]]:
+    """The merges `resolve_facts` would ask about, found on a copy of `known`."""
+    asked: list[tuple[Resolution, KnownEntity, ExtractedFact]] = []
+
+    def record(resolution: Resolution, candidate: KnownEntity, fact: ExtractedFact) -> bool:
+        asked.append((resolution, candidate, fact))
+        return True
+
+    resolve_facts(event, copy.deepcopy(known), decide=record)
+    return asked
 
 
 def _point(fact: ExtractedFact, entity_ids: list[UUID], siblings: Sequence[ExtractedFact]) -> FactPoint:

@@ -20,7 +20,10 @@ pytestmark = pytest.mark.integration
 def _extraction(body: dict[str, Any]) -> Any:
     """Answer every extraction request from the turns it carries: one fact per turn, with a
     causal link from the second fact to the first; a turn saying FAIL makes the server error."""
+    system = body["messages"][0]["content"]
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    if "entity index" in system:  # the resolver asking about a borderline match
+        return reply_json({"same": False, "reason": "a nickname alone does not settle it"})
     if "FAIL" in user:
         return status(500, "scripted outage")
     turns = json.loads(user[user.index("{") :])["turns"] if "{" in user else []
@@ -121,3 +124,51 @@ def test_llm_facts_flow_through_the_pipeline(llm_stack: tuple[Supervisor, Script
             ),
             timeout=90,
         )
+
+
+def test_borderline_entity_matches_are_put_to_the_llm(
+    llm_stack: tuple[Supervisor, ScriptedLLMServer],
+) -> None:
+    supervisor, server = llm_stack
+    s = supervisor.settings
+    with httpx.Client(base_url=f"http://{s.host}:{s.port}", timeout=30) as api:
+
+        def settled() -> bool:
+            st = api.get("/v1/banks/judge-bank/stats").json()
+            return st["messages"] > 0 and st["pending_events"] == 0
+
+        api.post(
+            "/v1/banks/judge-bank/memories",
+            json={
+                "items": [
+                    {
+                        "content": "I bought a kayak.",
+                        "speaker": "Melanie",
+                        "conversation_id": "k1",
+                        "message_id": "k1",
+                    }
+                ]
+            },
+        )
+        wait_until(settled, timeout=90)
+        api.post(
+            "/v1/banks/judge-bank/memories",
+            json={
+                "items": [
+                    {
+                        "content": "I like rivers.",
+                        "speaker": "Mel",
+                        "conversation_id": "k2",
+                        "message_id": "k2",
+                    }
+                ]
+            },
+        )
+        wait_until(
+            lambda: settled() and api.get("/v1/banks/judge-bank/stats").json()["messages"] == 2, timeout=90
+        )
+        names = {e["canonical_name"] for e in api.get("/v1/banks/judge-bank/entities").json()["items"]}
+    # By the rule alone "Mel" would join "Melanie"; the LLM said no.
+    assert {"Melanie", "Mel"} <= names
+    asked = [r for r in server.requests if "entity index" in r["messages"][0]["content"]]
+    assert asked and '"mention": "Mel"' in asked[-1]["messages"][-1]["content"]
