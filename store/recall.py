@@ -26,6 +26,7 @@ __all__ = [
     "RecallFilters",
     "bank_unit_count",
     "compile_filters",
+    "event_date",
     "fetch_chunks",
     "fetch_units",
     "graph_expand",
@@ -103,6 +104,27 @@ def _order_by_distance(exact: bool) -> str:
 
 async def bank_unit_count(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> int:
     return await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
+
+
+async def event_date(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, embedding: np.ndarray, *, min_similarity: float
+) -> asyncpg.Record | None:
+    """When the dated fact that best matches an event description happened, and how well it
+    matches; None when no dated fact is close enough."""
+    return await conn.fetchrow(
+        """
+        SELECT coalesce(occurred_start, mentioned_at) AS happened, 1 - (embedding <=> $2) AS similarity
+        FROM memory_units
+        WHERE bank_id = $1 AND embedding IS NOT NULL
+          AND coalesce(occurred_start, mentioned_at) IS NOT NULL
+          AND 1 - (embedding <=> $2) >= $3
+        ORDER BY embedding <=> $2
+        LIMIT 1
+        """,
+        bank_id,
+        _vec(embedding),
+        min_similarity,
+    )
 
 
 async def _set_ef_search(conn: asyncpg.Connection, ef_search: int) -> None:

@@ -20,7 +20,7 @@ from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from recall_api.recall.packing import pack_by_tokens
 from recall_api.recall.results import attach_includes, build_result, build_trace
-from recall_api.recall.temporal import query_window
+from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
 from schemas.api import ConsistencyToken
 from schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
 from store import messages
@@ -59,6 +59,17 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
             )
         await asyncio.sleep(_POLL_INTERVAL_S)
     return round((time.monotonic() - started) * 1000, 2)
+
+
+# How close a fact must be to "<event>" in "before <event>" to date it.
+_EVENT_MIN_SIMILARITY = 0.5
+
+
+async def _anchored(
+    pool: asyncpg.Pool, bank_id: str, anchor: EventAnchor, vector: Any, now: datetime
+) -> QueryWindow | None:
+    row = await sql.event_date(pool, bank_id, vector, min_similarity=_EVENT_MIN_SIMILARITY)
+    return None if row is None else anchored_window(anchor, row["happened"], now)
 
 
 class Scored:
@@ -136,13 +147,18 @@ async def run_recall(
     now = req.query_timestamp or datetime.now(UTC)
     limit = budget_to_limit(req.budget)
     window = query_window(req.query, now)
+    anchor = event_anchor(req.query) if window is None else None
     arms = cfg.enabled_arms()
-    needs_vector = any(a != "keyword" for a in arms)
+    needs_vector = anchor is not None or any(a != "keyword" for a in arms)
+    texts = [req.query] if anchor is None else [req.query, anchor.event]
     vectors, bank_size = await asyncio.gather(
-        embedder.aencode([req.query]) if needs_vector else asyncio.sleep(0, None),
+        embedder.aencode(texts) if needs_vector else asyncio.sleep(0, None),
         sql.bank_unit_count(pool, bank_id),
     )
     lap("embed")
+    if anchor is not None and vectors is not None:
+        window = await _anchored(pool, bank_id, anchor, vectors[1], now)
+        lap("event_anchor")
 
     ctx = ArmContext(
         bank_id=bank_id,

@@ -2,19 +2,31 @@
 
 Windows come from the same conservative rules the fact extractor uses
 (``agents.extraction.dates``), resolved against the query timestamp, so a fact dated "last
-spring" at retain time and a query about "last spring" agree on what that means. Anchoring
-on an undated event ("before Alice joined Google") is not handled: such queries get no window
-and rely on the other arms.
+spring" at retain time and a query about "last spring" agree on what that means.
+
+A query anchored on an event instead of a date ("before Alice joined Google") names the event;
+the pipeline looks up when the best-matching fact happened and `anchored_window` turns that
+date into the window before (a year up to it) or after it (from it to the query time).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from agents.extraction.dates import parse_time_expression
 
-__all__ = ["QueryWindow", "query_window"]
+__all__ = ["EventAnchor", "QueryWindow", "anchored_window", "event_anchor", "query_window"]
+
+Direction = Literal["before", "after"]
+_ANCHOR = re.compile(
+    r"\b(?P<word>before|after|since|until|prior to|following)\s+(?P<event>[^?.!;,]{4,120})", re.IGNORECASE
+)
+_AFTER_WORDS = {"after", "since", "following"}
+# How far back "before <event>" reaches: a year, the same horizon as the recency signal.
+_BEFORE_SPAN = timedelta(days=365)
 
 # width_bucket needs a non-empty range; a point in time becomes one second.
 _MIN_SPAN = timedelta(seconds=1)
@@ -41,3 +53,30 @@ def query_window(query: str, reference: datetime) -> QueryWindow | None:
     if end - start < _MIN_SPAN:
         end = start + _MIN_SPAN
     return QueryWindow(start=start, end=end, expression=found.expression)
+
+
+@dataclass(frozen=True, slots=True)
+class EventAnchor:
+    direction: Direction
+    event: str
+
+
+def event_anchor(query: str) -> EventAnchor | None:
+    """ "What did Alice do before she joined Google?" → before / "she joined Google"."""
+    match = _ANCHOR.search(query)
+    if match is None:
+        return None
+    word = match.group("word").lower()
+    direction: Direction = "after" if word in _AFTER_WORDS else "before"
+    return EventAnchor(direction, match.group("event").strip())
+
+
+def anchored_window(anchor: EventAnchor, event_date: datetime, reference: datetime) -> QueryWindow:
+    when = event_date if event_date.tzinfo else event_date.replace(tzinfo=UTC)
+    ref = reference if reference.tzinfo else reference.replace(tzinfo=UTC)
+    if anchor.direction == "before":
+        start, end = when - _BEFORE_SPAN, when
+    else:
+        start, end = when, max(ref, when + _MIN_SPAN)
+    expression = f"{anchor.direction} {anchor.event} ({when:%-d %B %Y})"
+    return QueryWindow(start=start.astimezone(UTC), end=end.astimezone(UTC), expression=expression)

@@ -231,3 +231,33 @@ async def test_graph_arm_surfaces_an_entity_neighbour(db: asyncpg.Pool, api: htt
     assert by_id[str(neighbour.id)]["scores"]["arms"] == {"graph": 2}
     assert by_id[str(seed.id)]["scores"]["arms"]["graph"] == 1
     assert by_id[str(seed.id)]["entities"] == ["Google"]
+
+
+async def test_before_an_event_is_dated_by_the_event_fact(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    joined = Unit("Alice joined Google as an engineer.", occurred_start=day(2023, 6, 1))
+    before = Unit("Alice taught maths at a high school.", occurred_start=day(2023, 3, 10))
+    after = Unit("Alice led a search-quality project.", occurred_start=day(2023, 9, 20))
+    await insert_units(db, bank, [joined, before, after])
+    body = recall(
+        api, bank, "What did Alice do before she joined Google?", query_timestamp=QUERY_TS, trace=True
+    )
+    window = body["temporal_window"]
+    assert window["start"].startswith("2022-06-01") and window["end"].startswith("2023-06-01")
+    temporal = [c["id"] for c in body["trace"]["arms"]["temporal"]["candidates"]]
+    assert str(before.id) in temporal and str(after.id) not in temporal
+
+    body = recall(
+        api, bank, "What has Alice worked on since she joined Google?", query_timestamp=QUERY_TS, trace=True
+    )
+    assert body["temporal_window"]["start"].startswith("2023-06-01")
+    temporal = [c["id"] for c in body["trace"]["arms"]["temporal"]["candidates"]]
+    assert str(after.id) in temporal and str(before.id) not in temporal
+    # An event nothing in the bank resembles gives no window at all.
+    assert (
+        recall(api, bank, "What happened before the zeppelin regatta?", query_timestamp=QUERY_TS)[
+            "temporal_window"
+        ]
+        is None
+    )

@@ -87,3 +87,17 @@ def test_request_defaults_and_limits() -> None:
     ):
         with pytest.raises(ValidationError):
             RecallRequest.model_validate(bad)
+
+
+def test_event_anchor_and_anchored_window() -> None:
+    from recall_api.recall.temporal import anchored_window, event_anchor
+
+    anchor = event_anchor("What did Alice do before she joined Google?")
+    assert anchor is not None and (anchor.direction, anchor.event) == ("before", "she joined Google")
+    assert event_anchor("What has Jon done since losing his job?").direction == "after"  # type: ignore[union-attr]
+    assert event_anchor("When did Caroline go to the support group?") is None
+    when = datetime(2023, 6, 1, tzinfo=UTC)
+    w = anchored_window(anchor, when, REF)
+    assert (w.start, w.end) == (datetime(2022, 6, 1, tzinfo=UTC), when)
+    after = anchored_window(event_anchor("after the move"), when, REF)  # type: ignore[arg-type]
+    assert after.start == when and after.end == max(REF, when)
