@@ -1,0 +1,223 @@
+"""Python client for the tempr API, sync (`TemprClient`) and async (`AsyncTemprClient`).
+
+Typed with the API's own pydantic models; an error answer raises `TemprAPIError` carrying the
+server's message; 429, 502, 503 and connection failures are retried with exponential backoff
+(honouring Retry-After). Every call is described once, as a `_Call`, and both clients send it.
+
+    with TemprClient("http://127.0.0.1:8000") as tempr:
+        token = tempr.retain("alice", "I moved to Lisbon in May.", speaker="Alice").consistency.token
+        for fact in tempr.recall("alice", "Where does Alice live?", after=token).results:
+            print(fact.text)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+import httpx
+from pydantic import BaseModel
+
+from schemas.api import (
+    BankStats,
+    DocumentDeleted,
+    DocumentPage,
+    EntityDetail,
+    EntityPage,
+    Health,
+    MemoryPage,
+    RetainItem,
+    RetainResponse,
+)
+from schemas.recall import RecallResponse
+from tempr.errors import TemprError
+
+__all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient"]
+
+M = TypeVar("M", bound=BaseModel)
+_RETRY_STATUS = {429, 502, 503}
+
+
+class TemprAPIError(TemprError):
+    """The server answered with an error; `detail` is its message."""
+
+    def __init__(self, status_code: int, detail: Any) -> None:
+        self.status_code = status_code
+        self.detail = detail
+        super().__init__(f"HTTP {status_code}: {detail}")
+
+
+@dataclass(frozen=True)
+class _Call(Generic[M]):
+    method: str
+    path: str
+    model: type[M]
+    json: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse(call: _Call[M], response: httpx.Response) -> M:
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        raise TemprAPIError(response.status_code, detail)
+    return call.model.model_validate(response.json())
+
+
+def _delay(attempt: int, response: httpx.Response | None, base: float) -> float:
+    retry_after = response.headers.get("retry-after") if response is not None else None
+    if retry_after and retry_after.replace(".", "", 1).isdigit():
+        return min(float(retry_after), 30.0)
+    return min(base * 2**attempt, 10.0) * random.uniform(0.5, 1.0)
+
+
+def _retain_call(bank: str, items: str | RetainItem | list[RetainItem] | list[dict], kw: dict) -> _Call:
+    if isinstance(items, str):
+        items = [RetainItem(content=items, **kw)]
+    elif isinstance(items, RetainItem):
+        items = [items]
+    payload = [
+        i.model_dump(mode="json", exclude_none=True) if isinstance(i, RetainItem) else i for i in items
+    ]
+    return _Call("POST", f"/v1/banks/{bank}/memories", RetainResponse, json={"items": payload})
+
+
+def _recall_call(bank: str, query: str, options: dict[str, Any]) -> _Call:
+    body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
+    for key, value in body.items():
+        if hasattr(value, "isoformat"):
+            body[key] = value.isoformat()
+    return _Call("POST", f"/v1/banks/{bank}/recall", RecallResponse, json=body)
+
+
+class _Calls:
+    """The API surface, as calls; subclasses decide how a call is sent."""
+
+    def _send(self, call: _Call[M]) -> Any:
+        raise NotImplementedError
+
+    def health(self) -> Any:
+        return self._send(_Call("GET", "/health", Health))
+
+    def retain(
+        self, bank: str, items: str | RetainItem | list[RetainItem] | list[dict], **item_fields: Any
+    ) -> Any:
+        """Retain one text (with `speaker=`, `timestamp=`, ... as item fields) or a batch of items."""
+        return self._send(_retain_call(bank, items, item_fields))
+
+    def recall(self, bank: str, query: str, **options: Any) -> Any:
+        """Options as in the API: budget, max_tokens, types, tags, tags_match, query_timestamp,
+        time_window, include, trace, after, preset."""
+        return self._send(_recall_call(bank, query, options))
+
+    def memories(self, bank: str, *, limit: int = 100, offset: int = 0) -> Any:
+        return self._send(
+            _Call("GET", f"/v1/banks/{bank}/memories", MemoryPage, params={"limit": limit, "offset": offset})
+        )
+
+    def entities(self, bank: str, *, limit: int = 100, offset: int = 0) -> Any:
+        return self._send(
+            _Call("GET", f"/v1/banks/{bank}/entities", EntityPage, params={"limit": limit, "offset": offset})
+        )
+
+    def entity(self, bank: str, entity_id: UUID | str) -> Any:
+        return self._send(_Call("GET", f"/v1/banks/{bank}/entities/{entity_id}", EntityDetail))
+
+    def documents(self, bank: str, *, limit: int = 100, offset: int = 0) -> Any:
+        return self._send(
+            _Call(
+                "GET", f"/v1/banks/{bank}/documents", DocumentPage, params={"limit": limit, "offset": offset}
+            )
+        )
+
+    def delete_document(self, bank: str, document_id: str) -> Any:
+        return self._send(_Call("DELETE", f"/v1/banks/{bank}/documents/{document_id}", DocumentDeleted))
+
+    def stats(self, bank: str) -> Any:
+        return self._send(_Call("GET", f"/v1/banks/{bank}/stats", BankStats))
+
+
+class TemprClient(_Calls):
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        self.max_retries, self.backoff_s = max_retries, backoff_s
+
+    def _send(self, call: _Call[M]) -> M:
+        for attempt in range(self.max_retries + 1):
+            response = None
+            try:
+                response = self._http.request(call.method, call.path, json=call.json, params=call.params)
+            except httpx.TransportError:
+                if attempt == self.max_retries:
+                    raise
+            if response is not None and (
+                response.status_code not in _RETRY_STATUS or attempt == self.max_retries
+            ):
+                return _parse(call, response)
+            time.sleep(_delay(attempt, response, self.backoff_s))
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> TemprClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class AsyncTemprClient(_Calls):
+    """Same methods as `TemprClient`, each a coroutine."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
+        self.max_retries, self.backoff_s = max_retries, backoff_s
+
+    async def _send(self, call: _Call[M]) -> M:  # type: ignore[override]
+        for attempt in range(self.max_retries + 1):
+            response = None
+            try:
+                response = await self._http.request(
+                    call.method, call.path, json=call.json, params=call.params
+                )
+            except httpx.TransportError:
+                if attempt == self.max_retries:
+                    raise
+            if response is not None and (
+                response.status_code not in _RETRY_STATUS or attempt == self.max_retries
+            ):
+                return _parse(call, response)
+            await asyncio.sleep(_delay(attempt, response, self.backoff_s))
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncTemprClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
