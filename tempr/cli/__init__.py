@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tempr.cli import ingest, services
+from tempr.cli import ingest, memory, services
 
 __all__ = ["app", "main"]
 
@@ -16,6 +16,7 @@ app = typer.Typer(
 )
 services.register(app)
 ingest.register(app)
+memory.register(app)
 
 
 def main() -> None:
