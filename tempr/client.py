@@ -77,6 +77,23 @@ def _delay(attempt: int, response: httpx.Response | None, base: float) -> float:
     return min(base * 2**attempt, 10.0) * random.uniform(0.5, 1.0)
 
 
+@dataclass(frozen=True)
+class _Retry:
+    """When to try a call again and how long to wait: one rule for both clients."""
+
+    max_retries: int
+    backoff_s: float
+
+    def again(self, attempt: int, response: httpx.Response | None) -> bool:
+        """`response` None means the request failed in transport."""
+        if attempt >= self.max_retries:
+            return False
+        return response is None or response.status_code in _RETRY_STATUS
+
+    def pause(self, attempt: int, response: httpx.Response | None) -> float:
+        return _delay(attempt, response, self.backoff_s)
+
+
 def _retain_call(bank: str, items: str | RetainItem | list[RetainItem] | list[dict], kw: dict) -> _Call:
     if isinstance(items, str):
         items = [RetainItem(content=items, **kw)]
@@ -154,22 +171,21 @@ class TemprClient(_Calls):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
-        self.max_retries, self.backoff_s = max_retries, backoff_s
+        self.retry = _Retry(max_retries, backoff_s)
 
     def _send(self, call: _Call[M]) -> M:
-        for attempt in range(self.max_retries + 1):
-            response = None
+        attempt = 0
+        while True:
             try:
                 response = self._http.request(call.method, call.path, json=call.json, params=call.params)
             except httpx.TransportError:
-                if attempt == self.max_retries:
+                if not self.retry.again(attempt, None):
                     raise
-            if response is not None and (
-                response.status_code not in _RETRY_STATUS or attempt == self.max_retries
-            ):
+                response = None
+            if response is not None and not self.retry.again(attempt, response):
                 return _parse(call, response)
-            time.sleep(_delay(attempt, response, self.backoff_s))
-        raise AssertionError("unreachable")
+            time.sleep(self.retry.pause(attempt, response))
+            attempt += 1
 
     def close(self) -> None:
         self._http.close()
@@ -194,24 +210,23 @@ class AsyncTemprClient(_Calls):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
-        self.max_retries, self.backoff_s = max_retries, backoff_s
+        self.retry = _Retry(max_retries, backoff_s)
 
     async def _send(self, call: _Call[M]) -> M:  # type: ignore[override]
-        for attempt in range(self.max_retries + 1):
-            response = None
+        attempt = 0
+        while True:
             try:
                 response = await self._http.request(
                     call.method, call.path, json=call.json, params=call.params
                 )
             except httpx.TransportError:
-                if attempt == self.max_retries:
+                if not self.retry.again(attempt, None):
                     raise
-            if response is not None and (
-                response.status_code not in _RETRY_STATUS or attempt == self.max_retries
-            ):
+                response = None
+            if response is not None and not self.retry.again(attempt, response):
                 return _parse(call, response)
-            await asyncio.sleep(_delay(attempt, response, self.backoff_s))
-        raise AssertionError("unreachable")
+            await asyncio.sleep(self.retry.pause(attempt, response))
+            attempt += 1
 
     async def aclose(self) -> None:
         await self._http.aclose()
