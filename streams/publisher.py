@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer
 
 from schemas.events import MessageEvent, encode_event
 from store import banks, messages
-from streams.topics import MESSAGES, conversation_key
+from streams.topics import MESSAGES, event_headers, message_key
 
 __all__ = ["PublishedMessage", "Publisher", "create_producer"]
 
@@ -73,7 +73,8 @@ class Publisher:
                 await self.producer.send(
                     MESSAGES.name,
                     value=encode_event(e),
-                    key=conversation_key(e.bank_id, e.conversation_id or e.document_id),
+                    key=message_key(e.bank_id, e.conversation_id, e.document_id),
+                    headers=event_headers(e.event_type, e.schema_version),
                 ),
             )
             for e in events

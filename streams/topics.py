@@ -15,6 +15,8 @@ __all__ = [
     "TopicSpec",
     "bank_key",
     "conversation_key",
+    "event_headers",
+    "message_key",
 ]
 
 
@@ -45,3 +47,17 @@ def conversation_key(bank_id: str, conversation_id: str | None) -> bytes:
 
 def bank_key(bank_id: str) -> bytes:
     return bank_id.encode()
+
+
+def message_key(bank_id: str, conversation_id: str | None, document_id: str | None) -> bytes:
+    """A message outside a conversation is ordered with the other parts of its document."""
+    return conversation_key(bank_id, conversation_id or document_id)
+
+
+def event_headers(event_type: str, schema_version: int) -> list[tuple[str, bytes]]:
+    """Lets consumers route or skip a record without decoding its JSON value."""
+    return [
+        ("event_type", event_type.encode()),
+        ("schema_version", str(schema_version).encode()),
+        ("content-type", b"application/json"),
+    ]

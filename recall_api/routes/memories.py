@@ -17,39 +17,14 @@ from schemas.api import (
     RetainRequest,
     RetainResponse,
 )
-from schemas.events import MessageEvent
-from schemas.ids import content_hash, stable_id
+from schemas.ids import content_hash
+from schemas.retain import to_message_event
 from store import banks, documents, memories
 from streams.topics import MESSAGES
 
 __all__ = ["router", "to_message_event"]
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
-
-
-def to_message_event(bank_id: str, item: RetainItem, received_at: datetime) -> MessageEvent:
-    """Ids derive from the source id, or from the content: a resent item is the same event."""
-    message_id = (
-        item.message_id
-        or "h"
-        + content_hash(item.conversation_id, item.document_id, item.timestamp, item.speaker, item.content)[
-            :32
-        ]
-    )
-    return MessageEvent(
-        event_id=stable_id(bank_id, "message", message_id),
-        bank_id=bank_id,
-        message_id=message_id,
-        content=item.content,
-        speaker=item.speaker,
-        timestamp=item.timestamp or received_at,
-        conversation_id=item.conversation_id,
-        context=item.context,
-        document_id=item.document_id,
-        tags=item.tags,
-        metadata=item.metadata,
-        received_at=received_at,
-    )
 
 
 @router.post(
