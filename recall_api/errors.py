@@ -6,6 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from tempr.errors import (
+    Conflict,
     ConsistencyTimeout,
     InvalidRequest,
     NotFound,
@@ -19,6 +20,7 @@ __all__ = ["STATUS_BY_ERROR", "install_error_handlers"]
 STATUS_BY_ERROR: dict[type[TemprError], int] = {
     NotFound: 404,
     InvalidRequest: 400,
+    Conflict: 409,
     ConsistencyTimeout: 504,
     Unavailable: 503,
     UpstreamLLMError: 502,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from uuid import UUID
+
 import asyncpg
 
 from schemas.events import DeadLetter
 from schemas.ids import stable_id
 
-__all__ = ["list_dead_letters", "record_dead_letter"]
+__all__ = ["list_dead_letters", "lock_dead_letter", "mark_replayed", "record_dead_letter"]
 
 
 async def record_dead_letter(conn: asyncpg.Connection | asyncpg.Pool, letter: DeadLetter) -> None:
@@ -30,13 +33,33 @@ async def record_dead_letter(conn: asyncpg.Connection | asyncpg.Pool, letter: De
     )
 
 
-async def list_dead_letters(pool: asyncpg.Pool, *, limit: int = 100, offset: int = 0) -> list[dict]:
+_COLUMNS = 'id, stage, topic, partition, "offset", key, payload, error, failed_at, replayed_at'
+
+
+async def list_dead_letters(
+    pool: asyncpg.Pool, *, limit: int = 100, offset: int = 0, replayed: bool | None = None
+) -> list[dict]:
+    """Newest first; `replayed` keeps only letters replayed (True) or not yet (False)."""
     rows = await pool.fetch(
-        """
-        SELECT id, stage, topic, partition, "offset", key, payload, error, failed_at, replayed_at
-        FROM dead_letters ORDER BY failed_at DESC, id LIMIT $1 OFFSET $2
+        f"""
+        SELECT {_COLUMNS} FROM dead_letters
+        WHERE $3::boolean IS NULL OR (replayed_at IS NOT NULL) = $3
+        ORDER BY failed_at DESC, id LIMIT $1 OFFSET $2
         """,
         limit,
         offset,
+        replayed,
     )
     return [dict(r) for r in rows]
+
+
+async def lock_dead_letter(conn: asyncpg.Connection, letter_id: UUID) -> dict | None:
+    """The letter, locked until the transaction ends, so two replays cannot both pass a check."""
+    row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM dead_letters WHERE id = $1 FOR UPDATE", letter_id)
+    return None if row is None else dict(row)
+
+
+async def mark_replayed(conn: asyncpg.Connection, letter_id: UUID) -> datetime:
+    return await conn.fetchval(
+        "UPDATE dead_letters SET replayed_at = now() WHERE id = $1 RETURNING replayed_at", letter_id
+    )

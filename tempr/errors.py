@@ -3,6 +3,7 @@
 TemprError
 ├── NotFound            → 404
 ├── InvalidRequest      → 400
+├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
 ├── Unavailable         → 503 (no LLM configured, broker down, ...)
 └── UpstreamLLMError    → 502
@@ -11,6 +12,7 @@ TemprError
 from __future__ import annotations
 
 __all__ = [
+    "Conflict",
     "ConsistencyTimeout",
     "InvalidEvent",
     "InvalidRequest",
@@ -31,6 +33,10 @@ class NotFound(TemprError):
 
 class InvalidRequest(TemprError):
     pass
+
+
+class Conflict(TemprError):
+    """The request contradicts the current state (e.g. a dead letter already replayed)."""
 
 
 class InvalidEvent(TemprError):

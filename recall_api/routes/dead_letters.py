@@ -1,12 +1,17 @@
-"""Records that failed somewhere in the pipeline, with their reasons."""
+"""Records that failed somewhere in the pipeline, with their reasons; replaying one."""
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from fastapi import APIRouter, Query
 
-from recall_api.deps import PoolDep
+from recall_api.deps import PoolDep, PublisherDep
 from schemas.api import DeadLetterOut
-from store.dead_letters import list_dead_letters
+from schemas.operations import DeadLetterReplayed
+from store.dead_letters import list_dead_letters, lock_dead_letter, mark_replayed
+from streams.topics import DLQ
+from tempr.errors import Conflict, InvalidRequest, NotFound
 
 __all__ = ["router"]
 
@@ -15,8 +20,56 @@ router = APIRouter(prefix="/v1", tags=["dead letters"])
 
 @router.get("/dead-letters", response_model=list[DeadLetterOut])
 async def dead_letters(
-    pool: PoolDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)
+    pool: PoolDep,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    replayed: bool | None = Query(None, description="Only letters replayed (true) or not yet (false)."),
 ) -> list[DeadLetterOut]:
-    return [
-        DeadLetterOut.model_validate(r) for r in await list_dead_letters(pool, limit=limit, offset=offset)
-    ]
+    rows = await list_dead_letters(pool, limit=limit, offset=offset, replayed=replayed)
+    return [DeadLetterOut.model_validate(r) for r in rows]
+
+
+@router.post(
+    "/dead-letters/{letter_id}/replay",
+    response_model=DeadLetterReplayed,
+    responses={
+        404: {"description": "No such dead letter"},
+        409: {"description": "Already replayed (pass force=true to replay it again)"},
+    },
+    summary="Publish a failed record again, unchanged, to its original topic with its key",
+)
+async def replay_dead_letter(
+    letter_id: UUID,
+    publisher: PublisherDep,
+    force: bool = Query(False, description="Replay even if it was replayed before."),
+) -> DeadLetterReplayed:
+    # The row stays locked until the broker acknowledged, so a concurrent replay waits and
+    # then sees replayed_at; a failed publish rolls back and leaves the letter as it was.
+    async with publisher.pool.acquire() as conn, conn.transaction():
+        letter = await lock_dead_letter(conn, letter_id)
+        if letter is None:
+            raise NotFound(f"dead letter {letter_id} not found")
+        if letter["topic"] == DLQ.name:
+            raise InvalidRequest("this record failed on the dead-letter topic itself; it is not replayable")
+        if letter["replayed_at"] is not None and not force:
+            raise Conflict(
+                f"dead letter {letter_id} was already replayed at {letter['replayed_at'].isoformat()}; "
+                "pass force=true to replay it again"
+            )
+        key = letter["key"]
+        meta = await (
+            await publisher.producer.send(
+                letter["topic"],
+                value=letter["payload"].encode(),
+                key=None if key is None else key.encode(),
+            )
+        )
+        replayed_at = await mark_replayed(conn, letter_id)
+    return DeadLetterReplayed(
+        id=letter_id,
+        topic=meta.topic,
+        partition=meta.partition,
+        offset=meta.offset,
+        replayed_at=replayed_at,
+        previously_replayed_at=letter["replayed_at"],
+    )
