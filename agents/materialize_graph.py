@@ -13,12 +13,12 @@ from typing import Any
 
 import asyncpg
 
-from schemas.events import GraphEvent, decode_event
-from store import banks, entities, links, memories, messages, watermarks
+from schemas.events import GraphEvent, OpinionUpdate, decode_event
+from store import banks, entities, links, memories, messages, opinions, watermarks
 from streams.dead_letters import send_dead_letter
 from tempr.errors import InvalidEvent
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "apply_graph_event", "register"]
+__all__ = ["NEAR_DUPLICATE_COSINE", "apply_event", "apply_graph_event", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +28,8 @@ NEAR_DUPLICATE_COSINE = 0.95
 async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
     """Write one chunk's facts, entities and links; returns the number of facts stored anew.
 
-    A bank with a tombstone only gets its journal entries closed, nothing else.
+    Call through `apply_event`, which drops what belongs to a deleted bank first.
     """
-    if await banks.deleted_among(conn, [event.bank_id]):
-        await messages.mark_processed(conn, event.message_event_ids)
-        return 0
     await banks.ensure_banks(conn, [event.bank_id])
     await memories.upsert_chunk(
         conn,
@@ -55,7 +52,7 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
             )
         )
         if duplicate is not None:
-            await memories.merge_provenance(conn, duplicate, fact.source_message_ids)
+            await memories.merge_provenance(conn, duplicate, fact.source_message_ids, fact.evidence_ids)
             replaced[fact.fact_id] = duplicate
             continue
         await memories.upsert_fact(conn, event.bank_id, event.chunk_id, fact)
@@ -84,16 +81,42 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
     return stored
 
 
+async def _stale_for_deleted_bank(conn: asyncpg.Connection, event: GraphEvent) -> bool:
+    """For a bank that was deleted, an event whose messages are no longer in the journal (they
+    went with the bank) is stale; messages accepted after a re-creation pass."""
+    deleted_at = await banks.tombstone_time(conn, event.bank_id)
+    if deleted_at is None:
+        return False
+    if event.message_event_ids:
+        return await messages.journaled_count(conn, event.message_event_ids) < len(
+            set(event.message_event_ids)
+        )
+    # Derived units (opinions, observations) carry their own time.
+    times = [f.mentioned_at for f in event.facts if f.mentioned_at is not None]
+    return bool(times) and min(times) <= deleted_at
+
+
+async def apply_event(conn: asyncpg.Connection, event: GraphEvent | OpinionUpdate) -> bool:
+    """Returns False for an event that belongs to a deleted bank (nothing was written)."""
+    if isinstance(event, OpinionUpdate):
+        await opinions.apply_opinion_update(conn, event)
+        return True
+    if await _stale_for_deleted_bank(conn, event):
+        return False
+    await apply_graph_event(conn, event)
+    return True
+
+
 def register(app: Any, topics: Any, ctx: Any) -> None:
     @app.agent(topics.graph, name="materialize_graph")
     async def materialize_graph(stream: Any) -> None:
         await ctx.wait_ready()
         async for events in stream.take_events(100, within=0.3):
-            decoded: list[tuple[Any, GraphEvent]] = []
+            decoded: list[tuple[Any, GraphEvent | OpinionUpdate]] = []
             for event in events:
                 try:
                     graph = decode_event(event.value)
-                    if not isinstance(graph, GraphEvent):
+                    if not isinstance(graph, GraphEvent | OpinionUpdate):
                         raise InvalidEvent(f"unexpected {graph.event_type} event on the graph topic")
                     decoded.append((event, graph))
                 except InvalidEvent as exc:
@@ -123,7 +146,7 @@ _TRANSIENT = (
 )
 
 
-async def _write_with_retry(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent]]) -> None:
+async def _write_with_retry(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | OpinionUpdate]]) -> None:
     """Wait out a database outage instead of acking records that were never written."""
     delay = 0.5
     while True:
@@ -136,12 +159,12 @@ async def _write_with_retry(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEven
             delay = min(delay * 2, 10.0)
 
 
-async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent]]) -> None:
+async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | OpinionUpdate]]) -> None:
     if not batch:
         return
     async with pool.acquire() as conn, conn.transaction():
         for event, graph in batch:
-            await apply_graph_event(conn, graph)
-            await watermarks.advance_watermark(
-                conn, graph.bank_id, event.message.topic, event.message.partition, event.message.offset
-            )
+            if await apply_event(conn, graph):
+                await watermarks.advance_watermark(
+                    conn, graph.bank_id, event.message.topic, event.message.partition, event.message.offset
+                )

@@ -14,8 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.extraction.sentences import sentence_spans
-from schemas.events import ChunkEvent, EndOfConversation, MessageEvent, decode_event, encode_event
+from schemas.events import (
+    BankDeleted,
+    ChunkEvent,
+    EndOfConversation,
+    MessageEvent,
+    decode_event,
+    encode_event,
+)
 from schemas.ids import stable_id
+from store import banks, messages
 from streams.dead_letters import send_dead_letter
 from streams.topics import conversation_key
 from tempr.errors import InvalidEvent
@@ -86,6 +94,11 @@ class Segmenter:
         idle = [k for k, b in self._buffers.items() if now - b.last_seen >= self.idle_s]
         return [self._take(k) for k in idle]
 
+    def drop_bank(self, bank_id: str) -> list[Any]:
+        """Forget a deleted bank's buffered turns; returns their tokens (to ack)."""
+        keys = [k for k in self._buffers if k[0] == bank_id]
+        return [t for k in keys for t in self._buffers.pop(k).tokens]
+
     def flush_all(self) -> list[PendingChunk]:
         return [self._take(k) for k in list(self._buffers)]
 
@@ -142,6 +155,16 @@ def make_chunk(messages: list[MessageEvent]) -> ChunkEvent:
     )
 
 
+async def _apply_tombstone(pool: Any, event: BankDeleted) -> None:
+    """Idempotent. The API deleted the rows already; on a replay of the log into a fresh store
+    this is what removes the bank. A bank used again since the deletion keeps its new life."""
+    async with pool.acquire() as conn, conn.transaction():
+        if await banks.used_since(conn, event.bank_id, event.deleted_at):
+            await banks.record_tombstone(conn, event.bank_id, event.deleted_at)
+        else:
+            await banks.delete_bank(conn, event.bank_id, deleted_at=event.deleted_at)
+
+
 def register(app: Any, topics: Any, ctx: Any) -> None:
     settings = ctx.settings
     segmenter = Segmenter(
@@ -167,13 +190,24 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
     @app.agent(topics.messages, name="segment_messages")
     async def segment_messages(stream: Any) -> None:
         state["stream"] = stream
+        await ctx.wait_ready()
         async for event in stream.noack().events():
             try:
                 decoded = decode_event(event.value)
                 if isinstance(decoded, MessageEvent):
-                    await emit(segmenter.add(decoded, event), stream)
+                    # Journaled here too, so messages produced straight to the topic get the
+                    # same redelivery as retains; a deleted bank's old messages stop here.
+                    if await messages.journal_from_log(ctx.db, decoded):
+                        await emit(segmenter.add(decoded, event), stream)
+                    else:
+                        await stream.ack(event)
                 elif isinstance(decoded, EndOfConversation):
                     await emit(segmenter.end(decoded.bank_id, decoded.conversation_id, event), stream)
+                elif isinstance(decoded, BankDeleted):
+                    await _apply_tombstone(ctx.db, decoded)
+                    for token in [*segmenter.drop_bank(decoded.bank_id), event]:
+                        if token is not None:
+                            await stream.ack(token)
                 else:
                     raise InvalidEvent(f"unexpected {decoded.event_type} event on the messages topic")
             except InvalidEvent as exc:

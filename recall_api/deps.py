@@ -8,11 +8,13 @@ import asyncpg
 from fastapi import Depends, Path, Request
 
 from inference.embeddings import Embedder
+from inference.llm import LLMClient
 from schemas.ids import BANK_ID_PATTERN
 from streams.publisher import Publisher
+from tempr.errors import Unavailable
 from tempr.settings import Settings
 
-__all__ = ["BankIdPath", "EmbedderDep", "PoolDep", "PublisherDep", "SettingsDep"]
+__all__ = ["BankIdPath", "EmbedderDep", "LLMDep", "OptionalLLMDep", "PoolDep", "PublisherDep", "SettingsDep"]
 
 
 def _pool(request: Request) -> asyncpg.Pool:
@@ -31,10 +33,25 @@ def _embedder(request: Request) -> Embedder:
     return request.app.state.embedder
 
 
+def _optional_llm(request: Request) -> LLMClient | None:
+    return request.app.state.llm
+
+
+def _llm(request: Request) -> LLMClient:
+    if request.app.state.llm is None:
+        raise Unavailable(
+            "no LLM is configured on this server: reflect needs one (set TEMPR_LLM_BASE_URL and "
+            "TEMPR_LLM_MODEL); retain and recall work without it"
+        )
+    return request.app.state.llm
+
+
 PoolDep = Annotated[asyncpg.Pool, Depends(_pool)]
 EmbedderDep = Annotated[Embedder, Depends(_embedder)]
 PublisherDep = Annotated[Publisher, Depends(_publisher)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
+LLMDep = Annotated[LLMClient, Depends(_llm)]
+OptionalLLMDep = Annotated[LLMClient | None, Depends(_optional_llm)]
 BankIdPath = Annotated[
     str,
     Path(

@@ -103,6 +103,9 @@ class Memory(BaseModel):
     document_id: str | None = None
     chunk_id: UUID | None = None
     source_message_ids: list[str] = Field(default_factory=list)
+    evidence_ids: list[UUID] = Field(
+        default_factory=list, description="Opinions and observations: the facts they rest on."
+    )
     created_at: datetime
 
 

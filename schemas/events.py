@@ -29,6 +29,8 @@ __all__ = [
     "LinkType",
     "MemoryLink",
     "MessageEvent",
+    "OpinionUpdate",
+    "OpinionVerdict",
     "ResolvedEntity",
     "StreamEvent",
     "UnitEntity",
@@ -39,6 +41,7 @@ __all__ = [
 FactType = Literal["world", "experience", "opinion", "observation"]
 LinkType = Literal["temporal", "semantic", "entity", "causes", "caused_by", "enables", "prevents"]
 CausalType = Literal["causes", "caused_by", "enables", "prevents"]
+OpinionVerdict = Literal["reinforce", "weaken", "contradict"]
 
 
 class _Event(BaseModel):
@@ -115,6 +118,8 @@ class ExtractedFact(BaseModel):
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
+    # Opinions and observations: the facts they rest on (an observation's proof count).
+    evidence_ids: list[UUID] = Field(default_factory=list)
 
 
 class FactsEvent(_Event):
@@ -169,6 +174,29 @@ class GraphEvent(_Event):
     links: list[MemoryLink] = Field(default_factory=list)
 
 
+class OpinionUpdate(_Event):
+    """New evidence moved an opinion (tempr.graph.v1, keyed by bank).
+
+    Reinforce and weaken carry a confidence *delta*, so updates computed concurrently from the
+    same stored state still add up; contradict carries the revised text and confidence.
+    `update_id` derives from the opinion and the evidence: a redelivery applies once.
+    """
+
+    event_type: Literal["opinion_update"] = "opinion_update"
+    schema_version: Literal[1] = 1
+    update_id: UUID
+    bank_id: BankId
+    opinion_id: UUID
+    verdict: OpinionVerdict
+    confidence_delta: float = Field(default=0.0, ge=-1.0, le=1.0)
+    revised_text: str | None = None
+    revised_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    revised_embedding: list[float] | None = None
+    evidence_ids: list[UUID] = Field(default_factory=list)
+    evidence_message_ids: list[str] = Field(default_factory=list)
+    reasoning: str = ""
+
+
 class BankDeleted(_Event):
     """Tombstone: a replay of the log must not bring a deleted bank back."""
 
@@ -194,7 +222,14 @@ class DeadLetter(_Event):
 
 
 StreamEvent = Annotated[
-    MessageEvent | EndOfConversation | ChunkEvent | FactsEvent | GraphEvent | BankDeleted | DeadLetter,
+    MessageEvent
+    | EndOfConversation
+    | ChunkEvent
+    | FactsEvent
+    | GraphEvent
+    | OpinionUpdate
+    | BankDeleted
+    | DeadLetter,
     Field(discriminator="event_type"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(StreamEvent)

@@ -93,6 +93,8 @@ class RecallResult(BaseModel):
     occurred_start: datetime | None
     occurred_end: datetime | None
     mentioned_at: datetime | None
+    confidence: float | None = Field(default=None, description="Opinions: how firmly held (0-1).")
+    proof_count: int = Field(default=1, description="Observations: how many facts back it.")
     tags: list[str]
     source_message_ids: list[str]
     chunk_id: UUID | None

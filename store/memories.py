@@ -24,7 +24,7 @@ __all__ = [
 UNIT_COLUMNS = """
     id, bank_id, text, fact_type, occurred_start, occurred_end, mentioned_at, confidence,
     proof_count, tags, metadata, context, conversation_id, document_id, chunk_id,
-    source_message_ids, created_at, updated_at
+    source_message_ids, evidence_ids, created_at, updated_at
 """
 
 
@@ -88,27 +88,35 @@ async def find_near_duplicate(
 async def upsert_fact(
     conn: asyncpg.Connection, bank_id: str, chunk_id: UUID | None, fact: ExtractedFact
 ) -> None:
+    """Insert or refresh. An opinion's text and confidence belong to its updates once stored
+    (a redelivered formation must not undo them); an observation's evidence only grows."""
     await conn.execute(
         """
         INSERT INTO memory_units (
             id, bank_id, text, embedding, fact_type, occurred_start, occurred_end, mentioned_at,
             confidence, tags, metadata, context, conversation_id, document_id, chunk_id,
-            source_message_ids)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+            source_message_ids, evidence_ids, proof_count)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                greatest(1, cardinality($17::uuid[])))
         ON CONFLICT (id) DO UPDATE SET
-            text = EXCLUDED.text,
-            embedding = EXCLUDED.embedding,
+            text = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.text ELSE EXCLUDED.text END,
+            embedding = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.embedding
+                             ELSE EXCLUDED.embedding END,
             fact_type = EXCLUDED.fact_type,
             occurred_start = EXCLUDED.occurred_start,
             occurred_end = EXCLUDED.occurred_end,
             mentioned_at = EXCLUDED.mentioned_at,
-            confidence = EXCLUDED.confidence,
+            confidence = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.confidence
+                              ELSE EXCLUDED.confidence END,
             tags = EXCLUDED.tags,
             metadata = memory_units.metadata || EXCLUDED.metadata,
             context = EXCLUDED.context,
             chunk_id = EXCLUDED.chunk_id,
             source_message_ids = ARRAY(SELECT DISTINCT unnest(
                 memory_units.source_message_ids || EXCLUDED.source_message_ids)),
+            evidence_ids = ARRAY(SELECT DISTINCT unnest(memory_units.evidence_ids || EXCLUDED.evidence_ids)),
+            proof_count = greatest(1, cardinality(ARRAY(SELECT DISTINCT unnest(
+                memory_units.evidence_ids || EXCLUDED.evidence_ids)))),
             updated_at = now()
         """,
         fact.fact_id,
@@ -127,22 +135,29 @@ async def upsert_fact(
         fact.document_id,
         chunk_id,
         fact.source_message_ids,
+        fact.evidence_ids,
     )
 
 
 async def merge_provenance(
-    conn: asyncpg.Connection, unit_id: UUID, source_message_ids: Sequence[str]
+    conn: asyncpg.Connection,
+    unit_id: UUID,
+    source_message_ids: Sequence[str],
+    evidence_ids: Sequence[UUID] = (),
 ) -> None:
-    """A near-duplicate keeps one row; the existing fact gains the new sources."""
+    """A near-duplicate keeps one row; the existing fact gains the new sources (and evidence)."""
     await conn.execute(
         """
         UPDATE memory_units SET
             source_message_ids = ARRAY(SELECT DISTINCT unnest(source_message_ids || $2::text[])),
+            evidence_ids = ARRAY(SELECT DISTINCT unnest(evidence_ids || $3::uuid[])),
+            proof_count = greatest(1, cardinality(ARRAY(SELECT DISTINCT unnest(evidence_ids || $3::uuid[])))),
             updated_at = now()
         WHERE id = $1
         """,
         unit_id,
         list(source_message_ids),
+        list(evidence_ids),
     )
 
 

@@ -12,7 +12,9 @@ from schemas.events import MessageEvent
 __all__ = [
     "bank_messages",
     "due_for_redelivery",
+    "journal_from_log",
     "journal_messages",
+    "journaled_count",
     "mark_processed",
     "mark_published",
     "max_seq",
@@ -45,6 +47,36 @@ async def journal_messages(conn: asyncpg.Connection, events: Sequence[MessageEve
         "SELECT id, seq FROM messages WHERE id = ANY($1::uuid[])", [e.event_id for e in events]
     )
     return {r["id"]: r["seq"] for r in rows}
+
+
+async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: MessageEvent) -> bool:
+    """Journal a message read from the topic (no-op when the API journaled it already).
+
+    Returns False when the bank was deleted after the message was received: it is stale."""
+    return await conn.fetchval(
+        """
+        WITH stale AS (
+            SELECT EXISTS (SELECT 1 FROM deleted_banks WHERE id = $2 AND deleted_at >= $7) AS yes
+        ), ins AS (
+            INSERT INTO messages (id, bank_id, message_id, conversation_id, document_id, payload,
+                                  received_at, published_at, publish_count)
+            SELECT $1, $2, $3, $4, $5, $6, $7, now(), 1 WHERE NOT (SELECT yes FROM stale)
+            ON CONFLICT (id) DO NOTHING
+        )
+        SELECT NOT yes FROM stale
+        """,
+        event.event_id,
+        event.bank_id,
+        event.message_id,
+        event.conversation_id,
+        event.document_id,
+        event.model_dump(mode="json"),
+        event.received_at,
+    )
+
+
+async def journaled_count(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> int:
+    return await conn.fetchval("SELECT count(*) FROM messages WHERE id = ANY($1::uuid[])", list(set(ids)))
 
 
 async def mark_published(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> None:

@@ -41,7 +41,7 @@ EXACT_SCAN_MAX_UNITS = 20_000
 CAUSAL_LINK_TYPES = ("causes", "caused_by", "enables", "prevents")
 
 _HIT_UNITS = """
-    id, text, fact_type, occurred_start, occurred_end, mentioned_at, proof_count, tags,
+    id, text, fact_type, occurred_start, occurred_end, mentioned_at, confidence, proof_count, tags,
     source_message_ids, chunk_id
 """
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import asyncpg
 from aiokafka import AIOKafkaProducer
 
-from schemas.events import MessageEvent, encode_event
+from schemas.events import BankDeleted, FactsEvent, MessageEvent, encode_event
 from store import banks, messages
-from streams.topics import MESSAGES, event_headers, message_key
+from streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
 __all__ = ["PublishedMessage", "Publisher", "create_producer"]
 
@@ -85,6 +85,18 @@ class Publisher:
             placed[str(event.event_id)] = (meta.partition, meta.offset)
         await messages.mark_published(self.pool, [e.event_id for e in events])
         return placed
+
+    async def publish_facts(self, event: FactsEvent) -> None:
+        """Derived facts (reflect's opinions) enter the log at the resolver; waits for the ack."""
+        await (await self.producer.send(FACTS.name, value=encode_event(event), key=bank_key(event.bank_id)))
+
+    async def publish_tombstone(self, event: BankDeleted) -> None:
+        """On the messages topic, so every stage downstream sees it after the bank's turns."""
+        await (
+            await self.producer.send(
+                MESSAGES.name, value=encode_event(event), key=conversation_key(event.bank_id, None)
+            )
+        )
 
     async def redeliver(self, *, older_than_s: float, limit: int = 1000) -> int:
         """Re-publish journal entries that were never materialized; returns how many."""
