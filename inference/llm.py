@@ -12,9 +12,11 @@ pasted into the system prompt, for that call and every later one.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from tempr.errors import Unavailable, UpstreamLLMError
 from tempr.settings import Settings
 
-__all__ = ["LLMClient", "RetryPolicy", "TokenUsage"]
+__all__ = ["LLMClient", "RetryPolicy", "TokenUsage", "track_usage"]
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -58,6 +60,23 @@ class TokenUsage:
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+
+
+_usage_sink: contextvars.ContextVar[list[TokenUsage] | None] = contextvars.ContextVar(
+    "llm_usage", default=None
+)
+
+
+@contextmanager
+def track_usage() -> Iterator[list[TokenUsage]]:
+    """Collect the token usage of every call made in this context (task-local, so concurrent
+    requests sharing one client do not mix their counts)."""
+    sink: list[TokenUsage] = []
+    token = _usage_sink.set(sink)
+    try:
+        yield sink
+    finally:
+        _usage_sink.reset(token)
 
 
 class _InvalidOutput(Exception):
@@ -116,6 +135,27 @@ class LLMClient:
 
         return await self._with_retries(attempt, what=f"structured call {schema_name!r}")
 
+    async def complete_with_schema(
+        self,
+        *,
+        system: str,
+        user: str,
+        schema: dict[str, Any],
+        schema_name: str,
+        parse: Callable[[str], R],
+    ) -> R:
+        """Structured output against a raw JSON schema; `parse` turns the text into the result
+        and raises `ValueError` (which gets the model another try) when it does not fit."""
+
+        async def attempt(feedback: str | None) -> R:
+            content = await self._structured_call(system, _with_feedback(user, feedback), schema, schema_name)
+            try:
+                return parse(_strip_fences(content))
+            except ValueError as exc:
+                raise _InvalidOutput(f"invalid answer: {_clip(str(exc), 300)}") from exc
+
+        return await self._with_retries(attempt, what=f"structured call {schema_name!r}")
+
     async def complete_text(self, *, system: str, user: str) -> str:
         """Free text; raises `UpstreamLLMError`."""
 
@@ -156,6 +196,9 @@ class LLMClient:
             if usage is not None
             else None
         )
+        sink = _usage_sink.get()
+        if sink is not None and self.last_usage is not None:
+            sink.append(self.last_usage)
         if not completion.choices:
             raise _InvalidOutput("the response has no choices")
         choice = completion.choices[0]

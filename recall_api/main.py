@@ -10,8 +10,21 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from inference.embeddings import get_embedder
+from inference.llm import LLMClient
 from recall_api.errors import install_error_handlers
-from recall_api.routes import banks, dead_letters, documents, entities, health, memories, recall
+from recall_api.mcp_server import mcp_lifespan, mount_mcp
+from recall_api.routes import (
+    banks,
+    dead_letters,
+    documents,
+    entities,
+    health,
+    memories,
+    opinions,
+    recall,
+    reflect,
+    replay,
+)
 from store.pool import create_pool
 from streams.publisher import Publisher, create_producer
 from tempr import __version__
@@ -37,9 +50,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.embedder = await asyncio.to_thread(
             get_embedder, settings.embedding_model, settings.embedding_batch_size
         )
+        app.state.llm = LLMClient(settings) if settings.llm_configured else None
         try:
-            yield
+            async with mcp_lifespan(app):
+                yield
         finally:
+            if app.state.llm is not None:
+                await app.state.llm.aclose()
             await producer.stop()
             await pool.close()
 
@@ -57,4 +74,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(documents.router)
     app.include_router(banks.router)
     app.include_router(recall.router)
+    app.include_router(reflect.router)
+    app.include_router(opinions.router)
+    app.include_router(replay.router)
+    mount_mcp(app, host=settings.host)
     return app

@@ -88,15 +88,26 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
     app.service(_Resources)
 
     from agents import (
+        consolidate_observations,
         extract_facts,
         materialize_graph,
         record_dead_letters,
+        reinforce_opinions,
         resolve_entities,
         segment_messages,
     )
     from streams import redelivery
 
-    for module in (segment_messages, extract_facts, resolve_entities, materialize_graph, record_dead_letters):
+    # The last two subscribe only when an LLM is configured.
+    for module in (
+        segment_messages,
+        extract_facts,
+        resolve_entities,
+        materialize_graph,
+        record_dead_letters,
+        reinforce_opinions,
+        consolidate_observations,
+    ):
         module.register(app, topics, ctx)
     redelivery.register(app, ctx)
     return app, ctx

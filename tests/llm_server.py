@@ -39,6 +39,7 @@ __all__ = [
     "reject_json_schema",
     "reply_json",
     "reply_text",
+    "schema_name",
     "status",
 ]
 
@@ -66,6 +67,12 @@ class _Delay:
 
 Action: TypeAlias = _Reply | _Status | _Delay
 Responder: TypeAlias = Callable[[dict[str, Any]], Action | dict[str, Any] | list[Any] | str]
+
+
+def schema_name(body: dict[str, Any]) -> str | None:
+    """Which structured call a request is (`response_format.json_schema.name`), if it says."""
+    fmt = body.get("response_format") or {}
+    return (fmt.get("json_schema") or {}).get("name") if isinstance(fmt, dict) else None
 
 
 def reply_json(obj: Any) -> Action:

@@ -33,6 +33,8 @@ def build_result(s: Scored, include: RecallInclude) -> RecallResult:
         "occurred_start": row["occurred_start"],
         "occurred_end": row["occurred_end"],
         "mentioned_at": row["mentioned_at"],
+        "confidence": row["confidence"],
+        "proof_count": row["proof_count"],
         "tags": list(row["tags"]),
         "source_message_ids": list(row["source_message_ids"]),
         "chunk_id": row["chunk_id"],
