@@ -33,7 +33,9 @@ from schemas.api import (
     RetainItem,
     RetainResponse,
 )
+from schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
 from schemas.recall import RecallResponse
+from schemas.reflect import Opinion, OpinionPage, ReflectResponse
 from tempr.errors import TemprError
 
 __all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient"]
@@ -106,11 +108,24 @@ def _retain_call(bank: str, items: str | RetainItem | list[RetainItem] | list[di
 
 
 def _recall_call(bank: str, query: str, options: dict[str, Any]) -> _Call:
-    body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
+    body = _json_body({"query": query, **options})
+    return _Call("POST", f"/v1/banks/{bank}/recall", RecallResponse, json=body)
+
+
+def _json_body(options: dict[str, Any]) -> dict[str, Any]:
+    """Unset options left out (the server's defaults apply), datetimes as ISO text."""
+    body = {k: v for k, v in options.items() if v is not None}
     for key, value in body.items():
         if hasattr(value, "isoformat"):
             body[key] = value.isoformat()
-    return _Call("POST", f"/v1/banks/{bank}/recall", RecallResponse, json=body)
+    return body
+
+
+def _profile(model: type[BaseModel], profile: BaseModel | dict | None, fields: dict[str, Any]) -> dict:
+    """A bank profile or patch from a model, a dict or keyword fields, validated before sending."""
+    merged = profile.model_dump(exclude_unset=True) if isinstance(profile, BaseModel) else dict(profile or {})
+    merged.update(fields)
+    return model.model_validate(merged).model_dump(mode="json", exclude_unset=True)
 
 
 class _Calls:
@@ -158,6 +173,42 @@ class _Calls:
 
     def stats(self, bank: str) -> Any:
         return self._send(_Call("GET", f"/v1/banks/{bank}/stats", BankStats))
+
+    def reflect(self, bank: str, query: str, **options: Any) -> Any:
+        """Answer in the bank's voice from what it remembers. Options as in the API: budget,
+        max_tokens, context, response_schema, query_timestamp, form_opinions."""
+        body = _json_body({"query": query, **options})
+        return self._send(_Call("POST", f"/v1/banks/{bank}/reflect", ReflectResponse, json=body))
+
+    def banks(self, *, limit: int = 100, offset: int = 0) -> Any:
+        return self._send(_Call("GET", "/v1/banks", BankPage, params={"limit": limit, "offset": offset}))
+
+    def bank(self, bank: str) -> Any:
+        return self._send(_Call("GET", f"/v1/banks/{bank}", Bank))
+
+    def put_bank(self, bank: str, profile: BankIn | dict | None = None, **fields: Any) -> Any:
+        """Create the bank, or replace its whole profile (name, background, disposition, config);
+        its memories are untouched. Fields as `BankIn`, given as a model, a dict or keywords."""
+        body = _profile(BankIn, profile, fields)
+        return self._send(_Call("PUT", f"/v1/banks/{bank}", Bank, json=body))
+
+    def patch_bank(self, bank: str, patch: BankPatch | dict | None = None, **fields: Any) -> Any:
+        """Change only the given fields (`BankPatch`); a new background is merged into the old one."""
+        body = _profile(BankPatch, patch, fields)
+        return self._send(_Call("PATCH", f"/v1/banks/{bank}", Bank, json=body))
+
+    def delete_bank(self, bank: str) -> Any:
+        """Delete the bank with everything it remembers."""
+        return self._send(_Call("DELETE", f"/v1/banks/{bank}", BankDeletedOut))
+
+    def opinions(self, bank: str, *, limit: int = 100, offset: int = 0) -> Any:
+        return self._send(
+            _Call("GET", f"/v1/banks/{bank}/opinions", OpinionPage, params={"limit": limit, "offset": offset})
+        )
+
+    def opinion(self, bank: str, opinion_id: UUID | str) -> Any:
+        """One opinion with its history of changes."""
+        return self._send(_Call("GET", f"/v1/banks/{bank}/opinions/{opinion_id}", Opinion))
 
 
 class TemprClient(_Calls):
