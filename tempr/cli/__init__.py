@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tempr.cli import ingest, mcp, memory, services
+from tempr.cli import banks, ingest, mcp, memory, services
 
 __all__ = ["app", "main"]
 
@@ -17,6 +17,7 @@ app = typer.Typer(
 services.register(app)
 ingest.register(app)
 memory.register(app)
+banks.register(app)
 mcp.register(app)
 
 
