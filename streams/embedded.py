@@ -83,6 +83,9 @@ class EmbeddedPostgres:
             )
         except subprocess.CalledProcessError:
             log.info("postgres was already stopped")
+        # Drop pgserver's per-directory handle (cleanup_mode=None: it stops nothing), or a
+        # later start in this process would get the stale handle of the stopped server.
+        self._server.cleanup()
         self._server = None
 
 
