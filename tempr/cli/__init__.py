@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tempr.cli import banks, ingest, mcp, memory, services
+from tempr.cli import banks, ingest, mcp, memory, operations, services
 
 __all__ = ["app", "main"]
 
@@ -19,6 +19,7 @@ ingest.register(app)
 memory.register(app)
 banks.register(app)
 mcp.register(app)
+operations.register(app)
 
 
 def main() -> None:
