@@ -53,6 +53,7 @@ BATCH_SIZE = 200
 TEMPR_PRESETS = {
     "tempr": "default",
     "tempr-no-graph": "no-graph",
+    "tempr-no-diversity": "no-diversity",
     "tempr-no-temporal": "no-temporal",
     "tempr-no-keyword": "no-keyword",
     "tempr-no-rerank": "no-rerank",
@@ -443,7 +444,18 @@ def _tempr_client(run: Run, url: str | None, stack: ExitStack) -> httpx.Client |
     return client
 
 
-def evaluate(run: Run, samples: Sequence[Sample], url: str | None, limit: int | None) -> None:
+def already_ingested(client: httpx.Client, sample: Sample) -> bool:
+    """The bank holds every turn, all materialized (a previous run against this server)."""
+    response = client.get(f"/v1/banks/{sample.bank}/stats")
+    if response.status_code != 200:
+        return False
+    stats = response.json()
+    return stats["messages"] == len(sample.items) and stats["pending_events"] == 0
+
+
+def evaluate(
+    run: Run, samples: Sequence[Sample], url: str | None, limit: int | None, *, reuse_banks: bool = False
+) -> None:
     with ExitStack() as stack:
         client = _tempr_client(run, url, stack)
         for sample in samples:
@@ -452,9 +464,12 @@ def evaluate(run: Run, samples: Sequence[Sample], url: str | None, limit: int | 
             _run_baselines(run, sample, questions)
             if client is None or all(s in run.unavailable for s in TEMPR_PRESETS if s in run.systems):
                 continue
-            console.print(f"  ingesting into {sample.bank}")
-            stats = run.ingest[sample.stem] = ingest(client, sample)
-            console.print(f"  {stats['facts']} facts in {stats['seconds']:.1f}s")
+            if reuse_banks and already_ingested(client, sample):
+                console.print(f"  reusing {sample.bank}")
+            else:
+                console.print(f"  ingesting into {sample.bank}")
+                stats = run.ingest[sample.stem] = ingest(client, sample)
+                console.print(f"  {stats['facts']} facts in {stats['seconds']:.1f}s")
             _run_tempr_systems(run, client, sample, questions)
 
 
@@ -534,12 +549,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--limit-questions", type=int, default=None, help="first N questions per conversation"
     )
+    parser.add_argument(
+        "--reuse-banks",
+        action="store_true",
+        help="with --url: skip ingesting a conversation whose bank already holds all its turns",
+    )
     args = parser.parse_args(argv)
 
     samples = [load_sample(path) for path in conversation_paths(args.conversations)]
     run = Run(systems=args.systems)
     started = time.perf_counter()
-    evaluate(run, samples, args.url, args.limit_questions)
+    evaluate(run, samples, args.url, args.limit_questions, reuse_banks=args.reuse_banks)
     run.timings["total_s"] = time.perf_counter() - started
     report = build_report(run, samples, args.limit_questions, args.url)
     print_report(report)

@@ -61,6 +61,8 @@ class RecallConfig(BaseModel):
     graph_causal_boost: float = Field(default=2.0, gt=0.0)
 
     temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
+    # Facts whose sources are all cited by better-ranked facts move behind the rest.
+    diversify_sources: bool = True
     # Fused results considered for token packing, as a multiple of the budget limit.
     packing_pool_factor: int = Field(default=2, ge=1)
     default_max_tokens: int = Field(default=4096, ge=1)
@@ -94,6 +96,8 @@ PRESETS: dict[str, RecallConfig] = {
     "no-keyword": RecallConfig(keyword=False),
     # Keeps fusion order, scores with synthetic RRF-rank scores instead of a cross-encoder.
     "no-rerank": RecallConfig(rerank=False),
+    # Keeps facts that only repeat already-shown sources in their ranked place.
+    "no-diversity": RecallConfig(diversify_sources=False),
     # Dense-vector baseline with the reranker on top.
     "semantic-only": _only("semantic"),
     # Lexical baseline with the reranker on top.

@@ -18,6 +18,7 @@ from inference.rerank import Reranker, format_candidate, rerank_scores
 from recall_api.recall import fusion, scoring
 from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
+from recall_api.recall.diversity import demote_covered
 from recall_api.recall.packing import pack_by_tokens
 from recall_api.recall.results import attach_includes, build_result, build_trace
 from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
@@ -192,6 +193,8 @@ async def run_recall(
 
     _apply_boosts(items, cfg, now, ctx)
     ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
+    if cfg.diversify_sources:
+        ranked, _demoted = demote_covered(ranked, lambda s: s.row["source_message_ids"])
     considered = ranked[: limit * cfg.packing_pool_factor]
     lap("boosts")
 

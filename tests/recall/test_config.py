@@ -17,6 +17,7 @@ EXPECTED_PRESETS = {
     "no-temporal",
     "no-keyword",
     "no-rerank",
+    "no-diversity",
     "semantic-only",
     "keyword-only",
 }
