@@ -50,7 +50,25 @@ class RetainItem(BaseModel):
 
 
 class RetainRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {
+                            "content": "I went to a LGBTQ support group yesterday.",
+                            "speaker": "Caroline",
+                            "timestamp": "2023-05-08T13:56:00Z",
+                            "conversation_id": "locomo-26/session_1",
+                            "message_id": "D1:3",
+                        },
+                        {"content": "Caroline prefers tea to coffee.", "tags": ["preferences"]},
+                    ]
+                }
+            ]
+        },
+    )
 
     items: list[RetainItem] = Field(min_length=1, max_length=1000)
 

@@ -68,7 +68,19 @@ class BankConfig(BaseModel):
 class BankIn(BaseModel):
     """`PUT`: the whole profile (unset fields take their defaults)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "Rita",
+                    "background": "I review programming languages for a living.",
+                    "disposition": {"skepticism": 5, "literalism": 3, "empathy": 2, "bias_strength": 0.7},
+                    "config": {"reflect_budget": "high"},
+                }
+            ]
+        },
+    )
 
     name: str | None = Field(default=None, max_length=256, description="Defaults to the bank id.")
     background: str = Field(default="", max_length=20_000, description="First-person text: who I am.")
@@ -79,7 +91,15 @@ class BankIn(BaseModel):
 class BankPatch(BaseModel):
     """`PATCH`: only what is set changes. A new `background` is merged into the old one."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"background": "I moved to Lisbon in 2024.", "disposition": {"empathy": 4}},
+                {"config": {"observations": False}},
+            ]
+        },
+    )
 
     name: str | None = Field(default=None, max_length=256)
     background: str | None = Field(

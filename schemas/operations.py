@@ -24,7 +24,11 @@ class DeadLetterReplayed(BaseModel):
 
 
 class BankReplayRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        json_schema_extra={"examples": [{}, {"from": "2026-11-01T00:00:00Z"}]},
+    )
 
     from_: AwareDatetime | None = Field(
         default=None,

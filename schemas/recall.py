@@ -49,7 +49,24 @@ class RecallInclude(BaseModel):
 
 
 class RecallRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"query": "When did Caroline go to the support group?", "budget": "mid", "max_tokens": 4096},
+                {
+                    "query": "What did Melanie do last spring?",
+                    "query_timestamp": "2023-10-01T00:00:00Z",
+                    "types": ["world", "experience"],
+                    "tags": ["family"],
+                    "tags_match": "any",
+                    "include": {"entities": True},
+                    "trace": True,
+                    "after": "j42",
+                },
+            ]
+        },
+    )
 
     query: str = Field(min_length=1, max_length=2000)
     budget: Literal["low", "mid", "high"] = Field(

@@ -23,7 +23,23 @@ __all__ = [
 
 
 class ReflectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"query": "What do you think of Python for data science?", "budget": "mid"},
+                {
+                    "query": "Should Caroline apply to the counselling programme?",
+                    "context": "She asked for advice this morning.",
+                    "response_schema": {
+                        "type": "object",
+                        "properties": {"advice": {"enum": ["apply", "wait"]}, "why": {"type": "string"}},
+                        "required": ["advice"],
+                    },
+                },
+            ]
+        },
+    )
 
     query: str = Field(min_length=1, max_length=4000, description="What to think about or answer.")
     budget: Literal["low", "mid", "high"] | None = Field(

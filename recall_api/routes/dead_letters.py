@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from recall_api.deps import PoolDep, PublisherDep
-from schemas.api import DeadLetterOut
+from schemas.api import DeadLetterOut, ErrorBody
 from schemas.operations import DeadLetterReplayed
 from store.dead_letters import list_dead_letters, lock_dead_letter, mark_replayed
 from streams.topics import DLQ
@@ -33,8 +33,9 @@ async def dead_letters(
     "/dead-letters/{letter_id}/replay",
     response_model=DeadLetterReplayed,
     responses={
-        404: {"description": "No such dead letter"},
-        409: {"description": "Already replayed (pass force=true to replay it again)"},
+        400: {"model": ErrorBody, "description": "A letter from the dead-letter topic itself"},
+        404: {"model": ErrorBody, "description": "No such dead letter"},
+        409: {"model": ErrorBody, "description": "Already replayed (pass force=true to replay it again)"},
     },
     summary="Publish a failed record again, unchanged, to its original topic with its key",
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Query
 
 from recall_api.deps import BankIdPath, PoolDep
-from schemas.api import Document, DocumentDeleted, DocumentPage
+from schemas.api import Document, DocumentDeleted, DocumentPage, ErrorBody
 from store import documents
 from tempr.errors import NotFound
 
@@ -34,7 +34,7 @@ async def list_documents(
 @router.delete(
     "/documents/{document_id}",
     response_model=DocumentDeleted,
-    responses={404: {"description": "No such document in this bank"}},
+    responses={404: {"model": ErrorBody, "description": "No such document in this bank"}},
     summary="Delete a document and every fact extracted from it",
 )
 async def delete_document(

@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from recall_api.deps import BankIdPath, PoolDep
-from schemas.api import Entity, EntityDetail, EntityFact, EntityPage
+from schemas.api import Entity, EntityDetail, EntityFact, EntityPage, ErrorBody
 from store import entities
 from tempr.errors import NotFound
 
@@ -36,7 +36,7 @@ async def list_entities(
 @router.get(
     "/entities/{entity_id}",
     response_model=EntityDetail,
-    responses={404: {"description": "No such entity in this bank"}},
+    responses={404: {"model": ErrorBody, "description": "No such entity in this bank"}},
     summary="One entity with the facts that mention it",
 )
 async def get_entity(bank_id: BankIdPath, entity_id: UUID, pool: PoolDep) -> EntityDetail:

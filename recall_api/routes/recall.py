@@ -20,7 +20,10 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["recall"])
     response_model=RecallResponse,
     # Unset fields (result `entities`/`chunk` when not requested) stay out of the JSON.
     response_model_exclude_unset=True,
-    responses={400: {"model": ErrorBody}, 504: {"model": ErrorBody}},
+    responses={
+        400: {"model": ErrorBody, "description": "Invalid request, e.g. an unknown preset or a bad `after`."},
+        504: {"model": ErrorBody, "description": "The `after` token was not materialized in time."},
+    },
     summary="Recall: semantic, keyword, graph and temporal search, fused, reranked, token-packed",
 )
 async def recall(

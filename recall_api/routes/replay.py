@@ -11,7 +11,7 @@ import logging
 from fastapi import APIRouter, status
 
 from recall_api.deps import BankIdPath, PublisherDep
-from schemas.api import ConsistencyToken
+from schemas.api import ConsistencyToken, ErrorBody
 from schemas.operations import BankReplayRequest, BankReplayResponse
 from store import replay
 from streams.topics import MESSAGES
@@ -30,7 +30,7 @@ _PUBLISH_BATCH = 1000
     "/replay",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=BankReplayResponse,
-    responses={404: {"description": "No such bank"}},
+    responses={404: {"model": ErrorBody, "description": "No such bank"}},
     summary="Rebuild a bank's facts by sending its stored messages through the pipeline again",
 )
 async def replay_bank(
