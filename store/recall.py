@@ -218,6 +218,8 @@ async def graph_expand(
     entity_weight: float,
     semantic_link_min: float,
     causal_boost: float,
+    hop_decay: float,
+    include_seeds: bool,
     limit: int,
     filters: RecallFilters,
     exact: bool,
@@ -228,11 +230,11 @@ async def graph_expand(
 
     score = tanh(entity_weight * shared entities) + best semantic-link weight
     + best causal-link weight * causal_boost, each signal scaled by the similarity of the
-    seed it spreads from (spreading activation); a seed starts with its own similarity, so it
-    keeps its place against its neighbours. Non-causal links are stored once per pair, so links
+    seed it spreads from (spreading activation) and by `hop_decay` for the hop; a seed starts
+    with its own similarity, so it keeps its place against its neighbours. Non-causal links are stored once per pair, so links
     are followed in both directions; causal ones too (cause and effect both explain).
     """
-    where, params = compile_filters(filters, 10)
+    where, params = compile_filters(filters, 12)
     causal = ", ".join(f"'{t}'" for t in CAUSAL_LINK_TYPES)
     sql = f"""
         WITH seeds AS (
@@ -273,14 +275,14 @@ async def graph_expand(
             SELECT id, 0::float8, 0::float8, max(activation)::float8 * $7::float8, 0::float8 FROM edges
             WHERE link_type IN ({causal}) GROUP BY id
             UNION ALL
-            SELECT id, 0::float8, 0::float8, 0::float8, sim::float8 FROM seeds
+            SELECT id, 0::float8, 0::float8, 0::float8, sim::float8 FROM seeds WHERE $11::bool
         ),
         scored AS (
             SELECT id, sum(entity) AS entity, sum(semantic) AS semantic, sum(causal) AS causal,
                    sum(seed) AS seed
             FROM signals GROUP BY id
         )
-        SELECT u.id, sc.seed + sc.entity + sc.semantic + sc.causal AS score,
+        SELECT u.id, sc.seed + $10::float8 * (sc.entity + sc.semantic + sc.causal) AS score,
                sc.entity, sc.semantic, sc.causal, (SELECT count(*) FROM seeds) AS seeds
         FROM scored sc JOIN memory_units u ON u.id = sc.id
         WHERE u.bank_id = $1{where}
@@ -289,7 +291,7 @@ async def graph_expand(
         LIMIT $8
     """
     args = [bank_id, _vec(embedding), seed_count, seed_min_similarity, entity_weight]
-    args += [semantic_link_min, causal_boost, limit, float(bank_size), *params]
+    args += [semantic_link_min, causal_boost, limit, float(bank_size), hop_decay, include_seeds, *params]
     async with conn.transaction():
         if not exact:
             await _set_ef_search(conn, ef_search)

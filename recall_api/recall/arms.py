@@ -127,6 +127,8 @@ async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
         entity_weight=cfg.graph_entity_weight,
         semantic_link_min=cfg.graph_semantic_link_min,
         causal_boost=cfg.graph_causal_boost,
+        hop_decay=cfg.graph_hop_decay,
+        include_seeds=cfg.graph_include_seeds,
         limit=ctx.limit,
         filters=ctx.filters,
         exact=ctx.exact,

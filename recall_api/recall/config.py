@@ -59,6 +59,12 @@ class RecallConfig(BaseModel):
     graph_entity_weight: float = Field(default=0.5, gt=0.0)  # inside tanh(shared * weight)
     graph_semantic_link_min: float = Field(default=0.7, ge=0.0, le=1.0)
     graph_causal_boost: float = Field(default=2.0, gt=0.0)
+    # Activation kept across one hop: a neighbour must be reached by strong evidence to
+    # outrank the seed it spreads from.
+    graph_hop_decay: float = Field(default=0.5, gt=0.0, le=1.0)
+    # Seeds are the semantic arm's own top hits: listing them again in the graph arm gives
+    # semantic matches a second vote in the fusion.
+    graph_include_seeds: bool = False
 
     temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
     # Facts whose sources are all cited by better-ranked facts move behind the rest.

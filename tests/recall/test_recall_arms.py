@@ -32,7 +32,14 @@ def day(y: int, m: int, d: int) -> datetime:
 
 
 async def arm(
-    db: asyncpg.Pool, name: Arm, bank: str, query: str, *, limit: int = 100, **filters: object
+    db: asyncpg.Pool,
+    name: Arm,
+    bank: str,
+    query: str,
+    *,
+    limit: int = 100,
+    cfg: RecallConfig | None = None,
+    **filters: object,
 ) -> ArmResult:
     ctx = ArmContext(
         bank_id=bank,
@@ -40,7 +47,7 @@ async def arm(
         embedding=embed([query])[0],
         filters=RecallFilters(**filters),  # type: ignore[arg-type]
         limit=limit,
-        cfg=RecallConfig(),
+        cfg=cfg or RecallConfig(),
         bank_size=await db.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank),
         window=query_window(query, QUERY_TS),
     )
@@ -83,17 +90,27 @@ async def test_graph_follows_shared_entity_and_causal_link(db: asyncpg.Pool, ban
     await insert_link(db, bank, seed.id, by_semantic.id, "semantic", 0.75)
     await insert_link(db, bank, seed.id, unrelated.id, "semantic", 0.5)  # below the 0.7 floor
 
+    sim = (await arm(db, "semantic", bank, "Where does Alice work?")).hits[0].score
+    assert 0.5 <= sim <= 1.0
     result = await arm(db, "graph", bank, "Where does Alice work?")
     scores = {h.unit_id: h.score for h in result.hits}
-    # Spreading activation: the seed starts with its similarity, and every signal it passes
-    # on is scaled by it.
-    sim = scores[seed.id]
-    assert 0.5 <= sim <= 1.0
+    # Spreading activation: every signal a seed passes on is scaled by its similarity and
+    # halved for the hop. The seed itself is the semantic arm's vote, not listed again.
     assert unrelated.id not in scores  # its link is below the 0.7 floor
-    assert result.ids == [by_cause.id, seed.id, by_semantic.id, by_entity.id]
-    assert scores[by_cause.id] == pytest.approx(0.8 * 2.0 * sim, abs=1e-4)
-    assert scores[by_semantic.id] == pytest.approx(0.75 * sim, abs=1e-4)
-    assert scores[by_entity.id] == pytest.approx(math.tanh(0.5) * sim, abs=1e-4)
+    assert result.ids == [by_cause.id, by_semantic.id, by_entity.id]
+    assert scores[by_cause.id] == pytest.approx(0.5 * 0.8 * 2.0 * sim, abs=1e-4)
+    assert scores[by_semantic.id] == pytest.approx(0.5 * 0.75 * sim, abs=1e-4)
+    assert scores[by_entity.id] == pytest.approx(0.5 * math.tanh(0.5) * sim, abs=1e-4)
+
+    with_seeds = await arm(
+        db,
+        "graph",
+        bank,
+        "Where does Alice work?",
+        cfg=RecallConfig(graph_include_seeds=True, graph_hop_decay=1.0),
+    )
+    assert with_seeds.ids == [by_cause.id, seed.id, by_semantic.id, by_entity.id]
+    assert {h.unit_id: h.score for h in with_seeds.hits}[seed.id] == pytest.approx(sim, abs=1e-4)
 
 
 async def test_graph_respects_filters(db: asyncpg.Pool, bank: str) -> None:
@@ -101,8 +118,8 @@ async def test_graph_respects_filters(db: asyncpg.Pool, bank: str) -> None:
     linked = Unit("The quarterly offsite in Denver was cancelled.", fact_type="experience")
     await insert_units(db, bank, [seed, linked])
     await insert_entity(db, bank, "Google", [seed.id, linked.id])
-    assert (await arm(db, "graph", bank, "Where does Alice work?")).ids == [seed.id, linked.id]
-    assert (await arm(db, "graph", bank, "Where does Alice work?", types=["world"])).ids == [seed.id]
+    assert (await arm(db, "graph", bank, "Where does Alice work?")).ids == [linked.id]
+    assert (await arm(db, "graph", bank, "Where does Alice work?", types=["world"])).ids == []
     assert (await arm(db, "graph", bank, "Where does Alice work?", types=["experience"])).ids == []
 
 

@@ -227,9 +227,10 @@ async def test_graph_arm_surfaces_an_entity_neighbour(db: asyncpg.Pool, api: htt
     await insert_entity(db, bank, "Google", [seed.id, neighbour.id])
     body = recall(api, bank, "Where does Alice work?", include={"entities": True})
     by_id = {r["id"]: r for r in body["results"]}
-    # Only the graph arm finds the neighbour, right behind its seed.
-    assert by_id[str(neighbour.id)]["scores"]["arms"] == {"graph": 2}
-    assert by_id[str(seed.id)]["scores"]["arms"]["graph"] == 1
+    # Only the graph arm finds the neighbour; the seed is the semantic arm's find.
+    assert by_id[str(neighbour.id)]["scores"]["arms"] == {"graph": 1}
+    assert by_id[str(seed.id)]["scores"]["arms"]["semantic"] == 1
+    assert "graph" not in by_id[str(seed.id)]["scores"]["arms"]
     assert by_id[str(seed.id)]["entities"] == ["Google"]
 
 
