@@ -354,6 +354,17 @@ async def fetch_units(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID
     )
 
 
+async def unit_embeddings(
+    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]
+) -> dict[UUID, np.ndarray]:
+    rows = await conn.fetch(
+        "SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND embedding IS NOT NULL",
+        bank_id,
+        list(ids),
+    )
+    return {r["id"]: r["embedding"].to_numpy() for r in rows}
+
+
 async def unit_entity_names(
     conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]
 ) -> dict[UUID, list[str]]:

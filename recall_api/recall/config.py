@@ -69,6 +69,9 @@ class RecallConfig(BaseModel):
     temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
     # Facts whose sources are all cited by better-ranked facts move behind the rest.
     diversify_sources: bool = True
+    # Maximal marginal relevance over the top `mmr_top` results: 1.0 = off.
+    mmr_weight: float = Field(default=0.7, gt=0.0, le=1.0)
+    mmr_top: int = Field(default=30, ge=2)
     # Fused results considered for token packing, as a multiple of the budget limit.
     packing_pool_factor: int = Field(default=2, ge=1)
     default_max_tokens: int = Field(default=4096, ge=1)
@@ -102,8 +105,8 @@ PRESETS: dict[str, RecallConfig] = {
     "no-keyword": RecallConfig(keyword=False),
     # Keeps fusion order, scores with synthetic RRF-rank scores instead of a cross-encoder.
     "no-rerank": RecallConfig(rerank=False),
-    # Keeps facts that only repeat already-shown sources in their ranked place.
-    "no-diversity": RecallConfig(diversify_sources=False),
+    # Plain ranking: no MMR, and facts repeating already-shown sources keep their place.
+    "no-diversity": RecallConfig(diversify_sources=False, mmr_weight=1.0),
     # Dense-vector baseline with the reranker on top.
     "semantic-only": _only("semantic"),
     # Lexical baseline with the reranker on top.

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-__all__ = ["demote_covered"]
+import numpy as np
+
+__all__ = ["demote_covered", "mmr_order"]
 
 T = TypeVar("T")
 
@@ -31,3 +33,27 @@ def demote_covered(items: Sequence[T], sources_of: Callable[[T], Sequence[str]])
         seen |= sources
         fresh.append(item)
     return fresh + covered, len(covered)
+
+
+def mmr_order(relevance: Sequence[float], vectors: np.ndarray, weight: float) -> list[int]:
+    """Maximal marginal relevance: indices in the order that trades relevance (min-max
+    normalized) against similarity to what was already picked; `weight` 1 = relevance only."""
+    n = len(relevance)
+    if n == 0:
+        return []
+    rel = np.asarray(relevance, dtype=np.float64)
+    span = rel.max() - rel.min()
+    rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    sims = unit @ unit.T
+    picked: list[int] = [int(np.argmax(rel))]
+    closest = sims[picked[0]].copy()
+    available = np.ones(n, dtype=bool)
+    available[picked[0]] = False
+    while available.any():
+        gain = np.where(available, weight * rel - (1 - weight) * closest, -np.inf)
+        best = int(np.argmax(gain))  # ties: the better-ranked one (lower index)
+        picked.append(best)
+        available[best] = False
+        closest = np.maximum(closest, sims[best])
+    return picked

@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
+import numpy as np
 
 from inference.embeddings import Embedder
 from inference.rerank import Reranker, format_candidate, rerank_scores
 from recall_api.recall import fusion, scoring
 from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
-from recall_api.recall.diversity import demote_covered
+from recall_api.recall.diversity import demote_covered, mmr_order
 from recall_api.recall.packing import pack_by_tokens
 from recall_api.recall.results import attach_includes, build_result, build_trace
 from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
@@ -122,6 +123,24 @@ def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: Ar
         s.final = scoring.final_score(s.rerank, s.recency, s.temporal, s.proof, cfg) * s.arm_factor
 
 
+async def _diversify(
+    conn: asyncpg.Connection, bank_id: str, ranked: list[Scored], cfg: RecallConfig
+) -> list[Scored]:
+    """MMR over the head (near-identical facts stop crowding it), then facts that only repeat
+    sources already shown move behind the rest."""
+    if cfg.mmr_weight < 1.0 and len(ranked) > 2:
+        head = ranked[: cfg.mmr_top]
+        vectors = await sql.unit_embeddings(conn, bank_id, [s.cand.unit_id for s in head])
+        if len(vectors) == len(head):  # every fact has an embedding (they all should)
+            stacked = np.stack([vectors[s.cand.unit_id] for s in head])
+            ranked = [head[i] for i in mmr_order([s.final for s in head], stacked, cfg.mmr_weight)] + ranked[
+                cfg.mmr_top :
+            ]
+    if cfg.diversify_sources:
+        ranked, _ = demote_covered(ranked, lambda s: s.row["source_message_ids"])
+    return ranked
+
+
 async def run_recall(
     pool: asyncpg.Pool,
     embedder: Embedder,
@@ -193,8 +212,8 @@ async def run_recall(
 
     _apply_boosts(items, cfg, now, ctx)
     ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
-    if cfg.diversify_sources:
-        ranked, _demoted = demote_covered(ranked, lambda s: s.row["source_message_ids"])
+    async with pool.acquire() as conn:
+        ranked = await _diversify(conn, bank_id, ranked, cfg)
     considered = ranked[: limit * cfg.packing_pool_factor]
     lap("boosts")
 

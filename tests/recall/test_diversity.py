@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from recall_api.recall.diversity import demote_covered
+import numpy as np
+
+from recall_api.recall.diversity import demote_covered, mmr_order
 
 
 def _run(items: list[tuple[str, list[str]]]) -> tuple[list[str], int]:
@@ -34,3 +36,22 @@ def test_facts_without_sources_are_never_demoted() -> None:
 def test_nothing_to_do() -> None:
     assert _run([]) == ([], 0)
     assert _run([("a", ["x"]), ("b", ["y"])]) == (["a", "b"], 0)
+
+
+def test_mmr_keeps_the_best_first_and_spreads_near_copies() -> None:
+    a = np.array([1.0, 0.0, 0.0])
+    near_a = np.array([0.99, 0.05, 0.0])
+    b = np.array([0.0, 1.0, 0.0])
+    weak = np.array([0.0, 0.0, 1.0])
+    vectors = np.stack([a, near_a, b, weak])
+    relevance = [1.0, 0.9, 0.85, 0.0]
+    # Relevance alone would keep the near-copy second; MMR lets the different fact through.
+    assert mmr_order(relevance, vectors, 0.7) == [0, 2, 1, 3]
+    assert mmr_order(relevance, vectors, 1.0) == [0, 1, 2, 3]
+
+
+def test_mmr_edge_cases() -> None:
+    assert mmr_order([], np.zeros((0, 3)), 0.7) == []
+    assert mmr_order([0.5], np.ones((1, 3)), 0.7) == [0]
+    same = np.ones((3, 3))
+    assert mmr_order([0.2, 0.2, 0.2], same, 0.7) == [0, 1, 2]  # ties keep the ranked order
