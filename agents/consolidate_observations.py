@@ -128,8 +128,6 @@ def _same_as(updates: int | None, vector: np.ndarray, existing: list[np.ndarray 
 def register(app: Any, topics: Any, ctx: Any) -> None:
     if not ctx.settings.llm_configured:
         return
-    llm = LLMClient(ctx.settings)
-    ctx.on_stop(llm.aclose)
 
     @app.agent(topics.graph, name="consolidate_observations")
     async def consolidate_observations(stream: Any) -> None:
@@ -165,7 +163,7 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                 jobs = [
                     consolidate_entity(
                         ctx.db,
-                        llm,
+                        ctx.llm,
                         ctx.embeddings,
                         bank_id=bank_id,
                         entity_id=entity_id,

@@ -56,12 +56,9 @@ def choose_extractor(ctx: Any) -> Extractor:
 
     if ctx.settings.llm_configured:
         from agents.extraction.llm import extract_with_llm
-        from inference.llm import LLMClient
-
-        client = LLMClient(ctx.settings)
 
         async def with_llm(chunk: ChunkEvent) -> list[ExtractedFact]:
-            return await extract_with_llm(chunk, client)
+            return await extract_with_llm(chunk, ctx.llm)
 
         return with_llm
 

@@ -115,8 +115,6 @@ async def evaluate_bank(
 def register(app: Any, topics: Any, ctx: Any) -> None:
     if not ctx.settings.llm_configured:
         return
-    llm = LLMClient(ctx.settings)
-    ctx.on_stop(llm.aclose)
 
     @app.agent(topics.graph, name="reinforce_opinions")
     async def reinforce_opinions(stream: Any) -> None:
@@ -140,7 +138,7 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                 if bank.config.reinforce_opinions is False:
                     continue
                 try:
-                    updates = await evaluate_bank(ctx.db, llm, ctx.embeddings, bank, [g for _, g in items])
+                    updates = await evaluate_bank(ctx.db, ctx.llm, ctx.embeddings, bank, [g for _, g in items])
                 except UpstreamLLMError as exc:
                     log.warning("opinion reinforcement failed for bank %s: %s", bank_id, exc)
                     for event, _ in items:

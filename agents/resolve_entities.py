@@ -108,7 +108,6 @@ async def resolve_bank_batch(
 
 def register(app: Any, topics: Any, ctx: Any) -> None:
     recent: dict[str, deque[FactPoint]] = defaultdict(lambda: deque(maxlen=_RECENT_PER_BANK))
-    llm = LLMClient(ctx.settings) if ctx.settings.llm_configured else None
 
     @app.agent(topics.facts, name="resolve_entities")
     async def resolve_entities(stream: Any) -> None:
@@ -127,7 +126,7 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                     )
             for bank, items in by_bank.items():
                 try:
-                    updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank], llm)
+                    updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank], ctx.llm)
                 except Exception as exc:
                     log.exception("resolution failed for bank %s", bank)
                     for event, _ in items:

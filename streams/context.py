@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 
 from inference.embeddings import Embedder, get_embedder
+from inference.llm import LLMClient
 from store.pool import create_pool
 from tempr.settings import Settings
 
@@ -25,6 +26,7 @@ class WorkerContext:
     pool: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _llm: LLMClient | None = None
     _stop_callbacks: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
 
     def on_stop(self, callback: Callable[[], Awaitable[Any]]) -> None:
@@ -43,6 +45,9 @@ class WorkerContext:
         for callback in reversed(self._stop_callbacks):
             await callback()
         self._stop_callbacks.clear()
+        if self._llm is not None:
+            await self._llm.aclose()
+            self._llm = None
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -54,6 +59,14 @@ class WorkerContext:
     def db(self) -> asyncpg.Pool:
         assert self.pool is not None, "worker context not started"
         return self.pool
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """One client for every agent (one connection pool, one record of what the endpoint
+        supports); None when no LLM is configured."""
+        if self._llm is None and self.settings.llm_configured:
+            self._llm = LLMClient(self.settings)
+        return self._llm
 
     @property
     def embeddings(self) -> Embedder:
