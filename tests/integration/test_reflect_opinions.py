@@ -178,6 +178,9 @@ def test_opinion_forms_moves_with_evidence_and_keeps_its_history(
     _retain(api, bank, "m2", "Python dominates machine learning, with most frameworks Python-first.")
     wait_until(lambda: len(_opinion(api, bank, formed["id"])["history"]) == 1, timeout=60)
     assert _opinion(api, bank, formed["id"])["confidence"] == pytest.approx(0.8)
+    # Two facts about Python make a pattern: the first observation, backed by both.
+    wait_until(lambda: [o["proof_count"] for o in _observations(api, bank)] == [2], timeout=60)
+    first_observation = _observations(api, bank)[0]["id"]
 
     _retain(api, bank, "m3", "Python is slow for tight numerical loops.")
     wait_until(lambda: len(_opinion(api, bank, formed["id"])["history"]) == 2, timeout=60)
@@ -206,6 +209,7 @@ def test_opinion_forms_moves_with_evidence_and_keeps_its_history(
     # One observation about Python, backed by every Python fact, rewritten rather than copied.
     wait_until(lambda: [o["proof_count"] for o in _observations(api, bank)] == [4], timeout=60)
     [observation] = _observations(api, bank)
+    assert observation["id"] == first_observation  # rewritten in place, never copied
     assert observation["text"] == "Python keeps coming up when people talk about data work."
     assert len(observation["evidence_ids"]) == 4
     assert sorted(observation["source_message_ids"]) == ["m1", "m2", "m3", "m4"]
