@@ -132,6 +132,8 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
     @app.agent(topics.graph, name="consolidate_observations")
     async def consolidate_observations(stream: Any) -> None:
         await ctx.wait_ready()
+        llm = ctx.llm
+        assert llm is not None  # registered only when an LLM is configured
         async for events in stream.take_events(64, within=1.0):
             # (bank, entity) → the new facts that mention it, and the records they came in.
             touched: dict[tuple[str, UUID], dict[UUID, ExtractedFact]] = defaultdict(dict)
@@ -163,7 +165,7 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                 jobs = [
                     consolidate_entity(
                         ctx.db,
-                        ctx.llm,
+                        llm,
                         ctx.embeddings,
                         bank_id=bank_id,
                         entity_id=entity_id,

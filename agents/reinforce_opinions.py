@@ -119,6 +119,8 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
     @app.agent(topics.graph, name="reinforce_opinions")
     async def reinforce_opinions(stream: Any) -> None:
         await ctx.wait_ready()
+        llm = ctx.llm
+        assert llm is not None  # registered only when an LLM is configured
         async for events in stream.take_events(64, within=0.5):
             by_bank: dict[str, list[tuple[Any, GraphEvent]]] = defaultdict(list)
             for event in events:
@@ -138,7 +140,7 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
                 if bank.config.reinforce_opinions is False:
                     continue
                 try:
-                    updates = await evaluate_bank(ctx.db, ctx.llm, ctx.embeddings, bank, [g for _, g in items])
+                    updates = await evaluate_bank(ctx.db, llm, ctx.embeddings, bank, [g for _, g in items])
                 except UpstreamLLMError as exc:
                     log.warning("opinion reinforcement failed for bank %s: %s", bank_id, exc)
                     for event, _ in items:
