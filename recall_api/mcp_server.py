@@ -177,12 +177,15 @@ class TemprTools:
             dict[str, Any] | None, Field(description="A JSON schema for a structured answer.")
         ] = None,
         query_timestamp: Annotated[AwareDatetime | None, Field(description="'Now' for the recall.")] = None,
+        after: Annotated[
+            str | None, Field(description="A consistency_token from retain: wait until it is stored.")
+        ] = None,
     ) -> ReflectResponse:
         """Think over everything the bank remembers and answer in its own voice, with the facts the
         answer rests on; may form opinions that are kept for later. Use it for judgements, advice,
         summaries or questions that need reasoning across many memories; for looking up facts,
         recall is faster. Needs an LLM configured on the server."""
-        options = {"context": context, "budget": budget, "response_schema": response_schema}
+        options = {"context": context, "budget": budget, "response_schema": response_schema, "after": after}
         return await self._ask(self.client.reflect(bank, query, query_timestamp=query_timestamp, **options))
 
     async def list_banks(

@@ -69,6 +69,7 @@ async def run_reflect(
             budget=req.budget or bank.config.reflect_budget or "mid",
             max_tokens=req.max_tokens,
             query_timestamp=req.query_timestamp,
+            after=req.after,
         ),
         max_consistency_wait_s=max_consistency_wait_s,
     )

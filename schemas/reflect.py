@@ -54,6 +54,11 @@ class ReflectRequest(BaseModel):
         description="A JSON schema: the answer is returned in `structured`, validated against it.",
     )
     query_timestamp: AwareDatetime | None = Field(default=None, description="'Now' for the recall.")
+    after: str | None = Field(
+        default=None,
+        max_length=32,
+        description="Consistency token (`j<seq>`) from a retain: reflect on memory that includes it.",
+    )
     form_opinions: bool | None = Field(
         default=None, description="Store the opinions this answer forms; default: the bank's config (true)."
     )

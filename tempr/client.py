@@ -176,7 +176,7 @@ class _Calls:
 
     def reflect(self, bank: str, query: str, **options: Any) -> Any:
         """Answer in the bank's voice from what it remembers. Options as in the API: budget,
-        max_tokens, context, response_schema, query_timestamp, form_opinions."""
+        max_tokens, context, response_schema, query_timestamp, form_opinions, after."""
         body = _json_body({"query": query, **options})
         return self._send(_Call("POST", f"/v1/banks/{bank}/reflect", ReflectResponse, json=body))
 

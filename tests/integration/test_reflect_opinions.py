@@ -268,3 +268,18 @@ def test_background_is_merged_by_the_llm(brain_stack: tuple[httpx.Client, Script
     assert merged.json()["background"] == "I was born in Texas. I review programming languages."
     request = _last(server, "merge_background")
     assert "Colorado" in _user(request) and "You were born in Texas." in _user(request)
+
+
+def test_reflect_after_a_retain_sees_it(brain_stack: tuple[httpx.Client, ScriptedLLMServer]) -> None:
+    api, _ = brain_stack
+    item = {
+        "content": "Python 3.13 removed the GIL as an option.",
+        "conversation_id": "gil",
+        "message_id": "g1",
+    }
+    token = api.post("/v1/banks/fresh/memories", json={"items": [item]}).json()["consistency"]["token"]
+    answer = api.post("/v1/banks/fresh/reflect", json={"query": "What changed in Python?", "after": token})
+    assert answer.status_code == 200, answer.text
+    assert [b["text"] for b in answer.json()["based_on"]] == [item["content"]]
+    bad = api.post("/v1/banks/fresh/reflect", json={"query": "q", "after": "yesterday"})
+    assert bad.status_code == 400 and "invalid 'after' token" in bad.text
