@@ -8,11 +8,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inference.embeddings import get_embedder
 from inference.llm import LLMClient
 from recall_api.errors import install_error_handlers
 from recall_api.mcp_server import mcp_lifespan, mount_mcp
+from recall_api.metrics import ApiMetrics
 from recall_api.routes import (
     banks,
     dead_letters,
@@ -20,6 +22,7 @@ from recall_api.routes import (
     entities,
     health,
     memories,
+    metrics,
     opinions,
     recall,
     reflect,
@@ -33,6 +36,16 @@ from tempr.settings import Settings, get_settings
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
+
+
+class _Metrics:
+    """Adapter: Starlette builds middleware from a class and keyword arguments."""
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+        self.app = metrics.asgi_middleware(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -67,7 +80,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.state.metrics = ApiMetrics()
+    app.add_middleware(_Metrics, metrics=app.state.metrics)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(memories.router)
     app.include_router(dead_letters.router)
     app.include_router(entities.router)

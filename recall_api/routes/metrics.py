@@ -1,0 +1,26 @@
+"""Prometheus exposition of the API's metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from recall_api.deps import PoolDep
+from store.service_counts import service_counts
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["health"])
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format."}},
+    summary="Prometheus metrics: requests and latency by route, pending messages, dead letters, banks",
+)
+async def metrics(request: Request, pool: PoolDep) -> Response:
+    api_metrics = request.app.state.metrics
+    api_metrics.set_counts(await service_counts(pool))
+    return Response(generate_latest(api_metrics.registry), media_type=CONTENT_TYPE_LATEST)
