@@ -16,14 +16,16 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from schemas.api import (
     BankStats,
+    DeadLetterOut,
     DocumentDeleted,
     DocumentPage,
     EntityDetail,
@@ -34,6 +36,7 @@ from schemas.api import (
     RetainResponse,
 )
 from schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
+from schemas.operations import BankReplayResponse, DeadLetterReplayed
 from schemas.recall import RecallResponse
 from schemas.reflect import Opinion, OpinionPage, ReflectResponse
 from tempr.errors import TemprError
@@ -42,6 +45,8 @@ __all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient"]
 
 M = TypeVar("M", bound=BaseModel)
 _RETRY_STATUS = {429, 502, 503}
+# Answers that are not one model (a bare JSON list) are validated through an adapter.
+_DEAD_LETTERS: TypeAdapter[list[DeadLetterOut]] = TypeAdapter(list[DeadLetterOut])
 
 
 class TemprAPIError(TemprError):
@@ -57,7 +62,7 @@ class TemprAPIError(TemprError):
 class _Call(Generic[M]):
     method: str
     path: str
-    model: type[M]
+    model: type[M] | TypeAdapter[Any]
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -69,6 +74,8 @@ def _parse(call: _Call[M], response: httpx.Response) -> M:
         except ValueError:
             detail = response.text
         raise TemprAPIError(response.status_code, detail)
+    if isinstance(call.model, TypeAdapter):
+        return call.model.validate_python(response.json())
     return call.model.model_validate(response.json())
 
 
@@ -209,6 +216,28 @@ class _Calls:
     def opinion(self, bank: str, opinion_id: UUID | str) -> Any:
         """One opinion with its history of changes."""
         return self._send(_Call("GET", f"/v1/banks/{bank}/opinions/{opinion_id}", Opinion))
+
+    def replay(self, bank: str, *, from_: datetime | str | None = None) -> Any:
+        """Rebuild the bank's facts from its stored messages (all, or those accepted at or after
+        `from_`, an aware time); the answer counts what was removed and carries a consistency
+        token that recall's `after` waits for."""
+        body = _json_body({"from": from_}) or None
+        return self._send(_Call("POST", f"/v1/banks/{bank}/replay", BankReplayResponse, json=body))
+
+    def dead_letters(self, *, limit: int = 100, offset: int = 0, replayed: bool | None = None) -> Any:
+        """Records that failed in the pipeline, newest first (a list of `DeadLetterOut`);
+        `replayed` True or False keeps only letters replayed or not yet."""
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if replayed is not None:
+            params["replayed"] = replayed
+        return self._send(_Call("GET", "/v1/dead-letters", _DEAD_LETTERS, params=params))
+
+    def replay_dead_letter(self, letter_id: UUID | str, *, force: bool = False) -> Any:
+        """Publish a failed record again, unchanged, to its topic; a letter replayed before is
+        refused (409) unless `force`."""
+        return self._send(
+            _Call("POST", f"/v1/dead-letters/{letter_id}/replay", DeadLetterReplayed, params={"force": force})
+        )
 
 
 class TemprClient(_Calls):

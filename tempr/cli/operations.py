@@ -1,6 +1,6 @@
 """`tempr replay` (rebuild a bank from its messages) and `tempr dlq` (inspect and replay failures).
 
-Every command talks to a running server (`--url` or $TEMPR_URL).
+Every command talks to a running server (`--url` or $TEMPR_URL) through the Python client.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import httpx
 import typer
@@ -16,8 +16,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from schemas.api import BankStats
 from streams.topics import DLQ
 from tempr.cli.ingest import default_url
+from tempr.cli.memory import UrlOption, _fail
+from tempr.client import TemprAPIError, TemprClient
 
 __all__ = ["register"]
 
@@ -29,43 +32,15 @@ def _stdout() -> Console:
 
 errors = Console(stderr=True)
 
-UrlOption = Annotated[str | None, typer.Option(help="Server URL (default $TEMPR_URL or :8000).")]
-
 dlq = typer.Typer(
     help="Records that failed in the pipeline: list them, send them again.", no_args_is_help=True
 )
 
 
-class _Refused(Exception):
-    def __init__(self, status_code: int, detail: Any) -> None:
-        self.status_code = status_code
-        self.detail = detail
-        super().__init__(f"HTTP {status_code}: {detail}")
-
-
-def _connect(url: str | None) -> httpx.Client:
-    return httpx.Client(base_url=url or default_url(), timeout=120)
-
-
-def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
-    """The JSON answer; an unreachable server ends the command (exit 2), a refusal raises."""
-    try:
-        response = client.request(method, path, **kwargs)
-    except httpx.HTTPError as exc:
-        errors.print(f"[red]cannot reach tempr at {client.base_url}[/red]: {exc}. Is `tempr up` running?")
-        raise typer.Exit(2) from exc
-    if response.status_code >= 400:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        raise _Refused(response.status_code, detail)
-    return response.json()
-
-
-def _refused(exc: _Refused) -> typer.Exit:
-    errors.print(f"[red]tempr refused ({exc.status_code})[/red]: {exc.detail}")
-    return typer.Exit(2)
+def _client(url: str | None) -> TemprClient:
+    # As `tempr retain`'s client, with a longer timeout: a big bank's replay clears its facts
+    # in one transaction before it answers.
+    return TemprClient(url or default_url(), timeout=120, max_retries=1)
 
 
 # --------------------------------------------------------------------------- replay
@@ -73,19 +48,17 @@ def _refused(exc: _Refused) -> typer.Exit:
 
 @dataclass(frozen=True)
 class _Snapshot:
-    stats: dict[str, Any]
+    stats: BankStats
     facts: dict[str, str]  # id → text
 
 
-def _snapshot(client: httpx.Client, bank: str) -> _Snapshot:
-    stats = _call(client, "GET", f"/v1/banks/{bank}/stats")
+def _snapshot(tempr: TemprClient, bank: str) -> _Snapshot:
+    stats = tempr.stats(bank)
     facts: dict[str, str] = {}
     while True:
-        page = _call(
-            client, "GET", f"/v1/banks/{bank}/memories", params={"limit": 1000, "offset": len(facts)}
-        )
-        facts.update((item["id"], item["text"]) for item in page["items"])
-        if not page["items"] or len(facts) >= page["total"]:
+        page = tempr.memories(bank, limit=1000, offset=len(facts))
+        facts.update((str(item.id), item.text) for item in page.items)
+        if not page.items or len(facts) >= page.total:
             return _Snapshot(stats, facts)
 
 
@@ -116,25 +89,24 @@ def replay(
     """Rebuild BANK's facts from its stored messages through the current pipeline (after a
     change of extractor, embedding model or chunking), then show what changed."""
     moment = _parse_since(since)
-    with _connect(url) as client:
-        try:
-            before = _snapshot(client, bank)
-            body = {"from": moment.isoformat()} if moment else {}
-            out = _call(client, "POST", f"/v1/banks/{bank}/replay", json=body)
-            _follow(client, bank, out["messages_replayed"], timeout)
-            after = _snapshot(client, bank)
-        except _Refused as exc:
-            raise _refused(exc) from exc
+    try:
+        with _client(url) as tempr:
+            before = _snapshot(tempr, bank)
+            out = tempr.replay(bank, from_=moment)
+            _follow(tempr, bank, out.messages_replayed, timeout)
+            after = _snapshot(tempr, bank)
+    except (TemprAPIError, httpx.HTTPError) as exc:
+        raise _fail(exc, url) from exc
     _stdout().print(
-        f"replayed {out['messages_replayed']} messages of {bank}: removed {out['facts_removed']} facts, "
-        f"{out['observations_removed']} observations, {out['entities_removed']} entities, "
-        f"{out['chunks_removed']} chunks, then rebuilt (token {out['consistency']['token']})"
+        f"replayed {out.messages_replayed} messages of {bank}: removed {out.facts_removed} facts, "
+        f"{out.observations_removed} observations, {out.entities_removed} entities, "
+        f"{out.chunks_removed} chunks, then rebuilt (token {out.consistency.token})"
     )
     _stdout().print(_changes_table(before, after))
     _print_fact_diff(before, after, show)
 
 
-def _follow(client: httpx.Client, bank: str, total: int, timeout: float) -> None:
+def _follow(tempr: TemprClient, bank: str, total: int, timeout: float) -> None:
     """A progress bar over the journal: replayed messages still pending → materialized."""
     deadline = time.monotonic() + timeout
     with Progress(
@@ -146,7 +118,7 @@ def _follow(client: httpx.Client, bank: str, total: int, timeout: float) -> None
     ) as progress:
         task = progress.add_task("rebuild", total=total)
         while True:
-            pending = _call(client, "GET", f"/v1/banks/{bank}/stats")["pending_events"]
+            pending = tempr.stats(bank).pending_events
             progress.update(task, completed=max(0, total - pending))
             if pending == 0:
                 return
@@ -166,18 +138,13 @@ def _changes_table(before: _Snapshot, after: _Snapshot) -> Table:
         change = "" if delta == 0 else f"[green]+{delta}[/green]" if delta > 0 else f"[red]{delta}[/red]"
         table.add_row(label, str(old), str(new), change)
 
-    row("facts", before.stats["facts"], after.stats["facts"])
-    for kind in sorted(set(before.stats["facts_by_type"]) | set(after.stats["facts_by_type"])):
-        row(
-            f"  {kind}", before.stats["facts_by_type"].get(kind, 0), after.stats["facts_by_type"].get(kind, 0)
-        )
-    row("entities", before.stats["entities"], after.stats["entities"])
-    for kind in sorted(set(before.stats["links_by_type"]) | set(after.stats["links_by_type"])):
-        row(
-            f"  {kind} links",
-            before.stats["links_by_type"].get(kind, 0),
-            after.stats["links_by_type"].get(kind, 0),
-        )
+    old, new = before.stats, after.stats
+    row("facts", old.facts, new.facts)
+    for kind in sorted(set(old.facts_by_type) | set(new.facts_by_type)):
+        row(f"  {kind}", old.facts_by_type.get(kind, 0), new.facts_by_type.get(kind, 0))
+    row("entities", old.entities, new.entities)
+    for kind in sorted(set(old.links_by_type) | set(new.links_by_type)):
+        row(f"  {kind} links", old.links_by_type.get(kind, 0), new.links_by_type.get(kind, 0))
     kept = before.facts.keys() & after.facts.keys()
     rewritten = sum(1 for fact_id in kept if before.facts[fact_id] != after.facts[fact_id])
     table.add_section()
@@ -215,26 +182,23 @@ def dlq_list(
     url: UrlOption = None,
 ) -> None:
     """Dead letters: where each record failed, why, and whether it was replayed."""
-    params: dict[str, Any] = {"limit": limit}
-    if pending:
-        params["replayed"] = False
-    with _connect(url) as client:
-        try:
-            letters = _call(client, "GET", "/v1/dead-letters", params=params)
-        except _Refused as exc:
-            raise _refused(exc) from exc
+    try:
+        with _client(url) as tempr:
+            letters = tempr.dead_letters(limit=limit, replayed=False if pending else None)
+    except (TemprAPIError, httpx.HTTPError) as exc:
+        raise _fail(exc, url) from exc
     table = Table(title=f"{len(letters)} dead letters")
     table.add_column("id", no_wrap=True, min_width=36)  # whole, to paste into `tempr dlq replay`
     for column in ("failed at", "stage", "record", "error", "replayed at"):
         table.add_column(column, overflow="fold")
     for letter in letters:
         table.add_row(
-            letter["id"],
-            _short_time(letter["failed_at"]),
-            letter["stage"],
-            f"{letter['topic']}[{letter['partition']}]@{letter['offset']}",
-            letter["error"][:200],
-            _short_time(letter["replayed_at"]) if letter["replayed_at"] else "",
+            str(letter.id),
+            _short_time(letter.failed_at),
+            letter.stage,
+            f"{letter.topic}[{letter.partition}]@{letter.offset}",
+            letter.error[:200],
+            _short_time(letter.replayed_at) if letter.replayed_at else "",
         )
     _stdout().print(table)
 
@@ -249,55 +213,46 @@ def dlq_replay(
     """Publish failed records again, unchanged, to the topic they failed on."""
     if bool(ids) == all_:
         raise typer.BadParameter("give dead letter ids or --all (not both)")
-    with _connect(url) as client:
-        try:
-            targets = ids or _unreplayed_ids(client)
-        except _Refused as exc:
-            raise _refused(exc) from exc
-        table = Table(title=f"replaying {len(targets)} dead letters")
-        table.add_column("id", no_wrap=True, min_width=36)
-        for column in ("result", "published to"):
-            table.add_column(column, overflow="fold")
-        refused = 0
-        for letter_id in targets:
-            try:
-                out = _call(
-                    client,
-                    "POST",
-                    f"/v1/dead-letters/{letter_id}/replay",
-                    params={"force": str(force).lower()},
+    refused = 0
+    try:
+        with _client(url) as tempr:
+            targets = ids or _unreplayed_ids(tempr)
+            table = Table(title=f"replaying {len(targets)} dead letters")
+            table.add_column("id", no_wrap=True, min_width=36)
+            for column in ("result", "published to"):
+                table.add_column(column, overflow="fold")
+            for letter_id in targets:
+                try:
+                    out = tempr.replay_dead_letter(letter_id, force=force)
+                except TemprAPIError as exc:  # this letter refused: report it, go on with the rest
+                    refused += 1
+                    table.add_row(letter_id, f"[red]refused ({exc.status_code})[/red]: {exc.detail}", "")
+                    continue
+                again = " (again)" if out.previously_replayed_at else ""
+                table.add_row(
+                    letter_id, f"[green]replayed{again}[/green]", f"{out.topic}[{out.partition}]@{out.offset}"
                 )
-            except _Refused as exc:
-                refused += 1
-                table.add_row(letter_id, f"[red]refused ({exc.status_code})[/red]: {exc.detail}", "")
-                continue
-            again = " (again)" if out["previously_replayed_at"] else ""
-            table.add_row(
-                letter_id,
-                f"[green]replayed{again}[/green]",
-                f"{out['topic']}[{out['partition']}]@{out['offset']}",
-            )
+    except (TemprAPIError, httpx.HTTPError) as exc:
+        raise _fail(exc, url) from exc
     _stdout().print(table)
     if refused:
         raise typer.Exit(1)
 
 
-def _unreplayed_ids(client: httpx.Client) -> list[str]:
+def _unreplayed_ids(tempr: TemprClient) -> list[str]:
     found: list[str] = []
     offset = 0
     while True:
-        page = _call(
-            client, "GET", "/v1/dead-letters", params={"replayed": False, "limit": 1000, "offset": offset}
-        )
+        page = tempr.dead_letters(replayed=False, limit=1000, offset=offset)
         offset += len(page)
         # A record that failed on the DLQ itself is not replayable; the API would refuse it.
-        found.extend(letter["id"] for letter in page if letter["topic"] != DLQ.name)
+        found.extend(str(letter.id) for letter in page if letter.topic != DLQ.name)
         if len(page) < 1000:
             return found
 
 
-def _short_time(value: str) -> str:
-    return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
+def _short_time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def register(app: typer.Typer) -> None:
