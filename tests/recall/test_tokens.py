@@ -75,3 +75,10 @@ def test_corrupt_bundle_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
             get_encoding()
     finally:
         get_encoding.cache_clear()
+
+
+def test_cached_and_uncached_counts_agree() -> None:
+    short = "Caroline went to a support group yesterday."
+    long = "word " * (tokens._CACHED_TEXT_MAX_CHARS // 4)
+    for text in (short, short, long):
+        assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
