@@ -1,8 +1,11 @@
 -- tempr schema v2: what opinions and observations rest on, and how opinions changed.
 
 -- The facts a derived unit rests on: an opinion's evidence, an observation's sources.
--- For observations proof_count = cardinality(evidence_ids).
 ALTER TABLE memory_units ADD COLUMN IF NOT EXISTS evidence_ids uuid[] NOT NULL DEFAULT '{}';
+-- A proof count is how many facts back a unit: derived from the evidence, never written.
+ALTER TABLE memory_units DROP COLUMN IF EXISTS proof_count;
+ALTER TABLE memory_units ADD COLUMN proof_count integer
+    GENERATED ALWAYS AS (greatest(1, cardinality(evidence_ids))) STORED;
 
 -- One row per change of an opinion. The id is derived from the opinion and the facts that
 -- moved it, so a redelivered update is recorded (and applied) once.

@@ -95,9 +95,8 @@ async def upsert_fact(
         INSERT INTO memory_units (
             id, bank_id, text, embedding, fact_type, occurred_start, occurred_end, mentioned_at,
             confidence, tags, metadata, context, conversation_id, document_id, chunk_id,
-            source_message_ids, evidence_ids, proof_count)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                greatest(1, cardinality($17::uuid[])))
+            source_message_ids, evidence_ids)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
         ON CONFLICT (id) DO UPDATE SET
             text = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.text ELSE EXCLUDED.text END,
             embedding = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.embedding
@@ -115,8 +114,6 @@ async def upsert_fact(
             source_message_ids = ARRAY(SELECT DISTINCT unnest(
                 memory_units.source_message_ids || EXCLUDED.source_message_ids)),
             evidence_ids = ARRAY(SELECT DISTINCT unnest(memory_units.evidence_ids || EXCLUDED.evidence_ids)),
-            proof_count = greatest(1, cardinality(ARRAY(SELECT DISTINCT unnest(
-                memory_units.evidence_ids || EXCLUDED.evidence_ids)))),
             updated_at = now()
         """,
         fact.fact_id,
@@ -151,7 +148,6 @@ async def merge_provenance(
         UPDATE memory_units SET
             source_message_ids = ARRAY(SELECT DISTINCT unnest(source_message_ids || $2::text[])),
             evidence_ids = ARRAY(SELECT DISTINCT unnest(evidence_ids || $3::uuid[])),
-            proof_count = greatest(1, cardinality(ARRAY(SELECT DISTINCT unnest(evidence_ids || $3::uuid[])))),
             updated_at = now()
         WHERE id = $1
         """,

