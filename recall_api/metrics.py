@@ -69,8 +69,3 @@ class ApiMetrics:
                     self.latency.labels(scope["method"], route).observe(time.perf_counter() - started)
 
         return measured
-
-    def set_counts(self, counts: dict[str, int]) -> None:
-        self.pending_messages.set(counts["pending_messages"])
-        self.dead_letters.set(counts["dead_letters"])
-        self.banks.set(counts["banks"])

@@ -10,7 +10,7 @@ import asyncpg
 from schemas.events import DeadLetter
 from schemas.ids import stable_id
 
-__all__ = ["list_dead_letters", "lock_dead_letter", "mark_replayed", "record_dead_letter"]
+__all__ = ["count_pending", "list_dead_letters", "lock_dead_letter", "mark_replayed", "record_dead_letter"]
 
 
 async def record_dead_letter(conn: asyncpg.Connection | asyncpg.Pool, letter: DeadLetter) -> None:
@@ -51,6 +51,11 @@ async def list_dead_letters(
         replayed,
     )
     return [dict(r) for r in rows]
+
+
+async def count_pending(pool: asyncpg.Pool) -> int:
+    """Letters not replayed yet."""
+    return await pool.fetchval("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")
 
 
 async def lock_dead_letter(conn: asyncpg.Connection, letter_id: UUID) -> dict | None:

@@ -7,7 +7,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from recall_api.deps import PoolDep
-from store.service_counts import service_counts
+from store import banks, dead_letters, messages
 
 __all__ = ["router"]
 
@@ -22,5 +22,7 @@ router = APIRouter(tags=["health"])
 )
 async def metrics(request: Request, pool: PoolDep) -> Response:
     api_metrics = request.app.state.metrics
-    api_metrics.set_counts(await service_counts(pool))
+    api_metrics.pending_messages.set(await messages.pending_count(pool))
+    api_metrics.dead_letters.set(await dead_letters.count_pending(pool))
+    api_metrics.banks.set(await banks.count_banks(pool))
     return Response(generate_latest(api_metrics.registry), media_type=CONTENT_TYPE_LATEST)
