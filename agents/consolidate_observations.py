@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +24,7 @@ from agents.prompts import consolidate_observations as prompt
 from inference.embeddings import Embedder
 from inference.llm import LLMClient
 from schemas.events import EntityMention, ExtractedFact, FactsEvent, GraphEvent, decode_event, encode_event
-from schemas.ids import stable_id
+from schemas.ids import stable_id, text_key
 from store import banks, observations
 from store.banks import to_bank
 from streams.dead_letters import send_dead_letter
@@ -81,7 +80,7 @@ async def consolidate_entity(
         oid = (
             existing[target]["id"]
             if target is not None
-            else stable_id(bank_id, "observation", entity_id, re.sub(r"\s+", " ", draft.text.strip().lower()))
+            else stable_id(bank_id, "observation", entity_id, text_key(draft.text))
         )
         times = [b[3] for b in backing if b[3] is not None]
         previous = facts.get(oid)

@@ -8,7 +8,6 @@ the log rebuilds them and the reinforcer sees them like any other opinion.
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +22,7 @@ from inference.rerank import Reranker
 from recall_api.recall.pipeline import run_recall
 from schemas.banks import Bank
 from schemas.events import EntityMention, ExtractedFact, FactsEvent
-from schemas.ids import stable_id
+from schemas.ids import stable_id, text_key
 from schemas.recall import RecallRequest, RecallResult
 from schemas.reflect import BasedOn, LLMUsage, OpinionFormed, ReflectRequest, ReflectResponse
 from streams.publisher import Publisher
@@ -44,7 +43,7 @@ def check_response_schema(schema: dict[str, Any] | None) -> Draft202012Validator
 
 def opinion_id(bank_id: str, text: str) -> Any:
     # The same opinion formed twice (a retried reflect) is one opinion.
-    return stable_id(bank_id, "opinion", re.sub(r"\s+", " ", text.strip().lower()))
+    return stable_id(bank_id, "opinion", text_key(text))
 
 
 async def run_reflect(

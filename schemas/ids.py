@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from typing import Annotated
 
 from pydantic import StringConstraints
 
-__all__ = ["BANK_ID_PATTERN", "BankId", "content_hash", "stable_id"]
+__all__ = ["BANK_ID_PATTERN", "BankId", "content_hash", "stable_id", "text_key"]
 
 BANK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 BankId = Annotated[str, StringConstraints(pattern=BANK_ID_PATTERN)]
@@ -23,3 +24,8 @@ def stable_id(*parts: object) -> uuid.UUID:
 
 def content_hash(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
+
+
+def text_key(text: str) -> str:
+    """A text as an id part: case and spacing do not make a different opinion or observation."""
+    return re.sub(r"\s+", " ", text.strip().lower())
