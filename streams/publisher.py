@@ -10,27 +10,48 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
+from aiokafka.structs import RecordMetadata
 
 from schemas.events import BankDeleted, FactsEvent, MessageEvent, encode_event
 from store import banks, messages
 from streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
-__all__ = ["PublishedMessage", "Publisher", "create_producer"]
+__all__ = ["PRODUCER_OPTIONS", "PublishedMessage", "Publisher", "create_producer", "send_messages"]
 
 log = logging.getLogger(__name__)
 
 
-def create_producer(bootstrap: str) -> AIOKafkaProducer:
-    return AIOKafkaProducer(
-        bootstrap_servers=bootstrap,
-        enable_idempotence=False,
-        acks="all",
-        linger_ms=5,
-        request_timeout_ms=15000,
-    )
+# The embedded broker (Tansu) does not implement the idempotent producer; duplicates a retry
+# may create are absorbed downstream by the deterministic ids.
+PRODUCER_OPTIONS: dict[str, Any] = {
+    "enable_idempotence": False,
+    "acks": "all",
+    "linger_ms": 5,
+    "request_timeout_ms": 15000,
+}
+
+
+def create_producer(bootstrap: str, **overrides: Any) -> AIOKafkaProducer:
+    return AIOKafkaProducer(bootstrap_servers=bootstrap, **(PRODUCER_OPTIONS | overrides))
+
+
+async def send_messages(producer: AIOKafkaProducer, events: Sequence[MessageEvent]) -> list[RecordMetadata]:
+    """Every event to the messages topic with its key and headers: all sends first (they
+    batch), then every acknowledgement, in order."""
+    futures = [
+        await producer.send(
+            MESSAGES.name,
+            value=encode_event(e),
+            key=message_key(e.bank_id, e.conversation_id, e.document_id),
+            headers=event_headers(e.event_type, e.schema_version),
+        )
+        for e in events
+    ]
+    return [await f for f in futures]
 
 
 @dataclass(frozen=True)
@@ -67,22 +88,8 @@ class Publisher:
         ]
 
     async def publish(self, events: Sequence[MessageEvent]) -> dict[str, tuple[int, int]]:
-        futures = [
-            (
-                e,
-                await self.producer.send(
-                    MESSAGES.name,
-                    value=encode_event(e),
-                    key=message_key(e.bank_id, e.conversation_id, e.document_id),
-                    headers=event_headers(e.event_type, e.schema_version),
-                ),
-            )
-            for e in events
-        ]
-        placed: dict[str, tuple[int, int]] = {}
-        for event, fut in futures:
-            meta = await fut
-            placed[str(event.event_id)] = (meta.partition, meta.offset)
+        metas = await send_messages(self.producer, events)
+        placed = {str(e.event_id): (m.partition, m.offset) for e, m in zip(events, metas, strict=True)}
         await messages.mark_published(self.pool, [e.event_id for e in events])
         return placed
 

@@ -19,23 +19,13 @@ from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
 
-from aiokafka import AIOKafkaProducer
-
 from schemas.api import RetainItem
 from schemas.events import EndOfConversation, MessageEvent, encode_event
 from schemas.retain import to_message_event
-from streams.topics import MESSAGES, conversation_key, event_headers, message_key
+from streams.publisher import create_producer, send_messages
+from streams.topics import MESSAGES, conversation_key, event_headers
 
 __all__ = ["Delivery", "TemprProducer"]
-
-# The embedded broker (Tansu) does not implement the idempotent producer; duplicates a retry
-# may create are absorbed downstream by the deterministic ids.
-_DEFAULT_OPTIONS: dict[str, Any] = {
-    "enable_idempotence": False,
-    "acks": "all",
-    "linger_ms": 5,
-    "request_timeout_ms": 15000,
-}
 
 
 @dataclass(frozen=True)
@@ -57,9 +47,7 @@ class TemprProducer:
     """
 
     def __init__(self, bootstrap_servers: str, **producer_options: Any) -> None:
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap_servers, **{**_DEFAULT_OPTIONS, **producer_options}
-        )
+        self._producer = create_producer(bootstrap_servers, **producer_options)
 
     async def start(self) -> None:
         await self._producer.start()
@@ -94,25 +82,12 @@ class TemprProducer:
 
     async def send_events(self, events: Iterable[MessageEvent]) -> list[Delivery]:
         """Publish already-built events (batched: all sends first, then all acknowledgements)."""
-        pending = [
-            (
-                event,
-                await self._producer.send(
-                    MESSAGES.name,
-                    value=encode_event(event),
-                    key=message_key(event.bank_id, event.conversation_id, event.document_id),
-                    headers=event_headers(event.event_type, event.schema_version),
-                ),
-            )
-            for event in events
+        events = list(events)
+        metas = await send_messages(self._producer, events)
+        return [
+            Delivery(e.event_id, e.message_id, m.topic, m.partition, m.offset)
+            for e, m in zip(events, metas, strict=True)
         ]
-        deliveries = []
-        for event, future in pending:
-            meta = await future
-            deliveries.append(
-                Delivery(event.event_id, event.message_id, meta.topic, meta.partition, meta.offset)
-            )
-        return deliveries
 
     async def end_conversation(self, bank_id: str, conversation_id: str) -> Delivery:
         """Tell the segmenter the conversation paused: its buffered turns become a chunk now."""
