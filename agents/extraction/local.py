@@ -1,4 +1,7 @@
-"""Deterministic fact extraction without an LLM: one self-contained fact per turn.
+"""Deterministic fact extraction without an LLM: self-contained facts of turns and exchanges.
+
+Each reply also makes an exchange fact (the turn with the turn it answers); a turn with little
+substance of its own (a reaction, a bare question) is remembered only through its exchanges.
 
 A turn is kept whole (only very long turns are cut on sentence boundaries) because dropping a
 sentence loses recall for good, while an over-long fact only costs a little ranking precision.
@@ -27,10 +30,18 @@ from agents.extraction.entities import (
     tokens_from_text,
 )
 from agents.extraction.sentences import sentence_spans
+from agents.extraction.substance import carries_substance
 from schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
 from schemas.ids import stable_id
 
-__all__ = ["MAX_FACT_CHARS", "exchange_facts", "extract_local", "facts_for_message", "speakers_of"]
+__all__ = [
+    "MAX_FACT_CHARS",
+    "exchange_facts",
+    "extract_local",
+    "facts_for_message",
+    "facts_per_message",
+    "speakers_of",
+]
 
 MAX_FACT_CHARS = 600
 
@@ -60,19 +71,31 @@ class _Turn:
 
 
 def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
-    """Facts of every message of ``chunk``, in message order (never zero per message)."""
+    """Facts of every message of ``chunk``: its own (in message order), then its exchanges.
+
+    Every message is cited by at least one fact: a turn without substance of its own gets
+    no fact of its own only when an exchange fact carries it.
+    """
+    speakers = speakers_of(chunk.messages)
+    per_message = facts_per_message(chunk)
+    exchanges = exchange_facts(chunk.messages, per_message)
+    in_exchange = {m for f in exchanges for m in f.source_message_ids}
+    facts: list[ExtractedFact] = []
+    for message, own in zip(chunk.messages, per_message, strict=True):
+        # A reaction is remembered inside its exchange only (see substance).
+        if message.message_id in in_exchange and not carries_substance(message.content, speakers):
+            continue
+        facts.extend(own)
+    return facts + exchanges
+
+
+def facts_per_message(chunk: ChunkEvent) -> list[list[ExtractedFact]]:
+    """Each message's own facts (one, or one per part of a long turn), before selection."""
     speakers = speakers_of(chunk.messages)
     nlp = get_nlp()
     texts = [m.content for m in chunk.messages]
     docs: list[Any] = list(nlp.pipe(texts)) if nlp is not None else [None] * len(texts)
-    facts: list[ExtractedFact] = []
-    per_message: list[list[ExtractedFact]] = []
-    for message, doc in zip(chunk.messages, docs, strict=True):
-        own = facts_for_message(message, speakers, doc=doc)
-        per_message.append(own)
-        facts.extend(own)
-    facts.extend(exchange_facts(chunk.messages, per_message))
-    return facts
+    return [facts_for_message(m, speakers, doc=doc) for m, doc in zip(chunk.messages, docs, strict=True)]
 
 
 def exchange_facts(

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agents.extraction.local import MAX_FACT_CHARS, extract_local
+from agents.extraction.local import MAX_FACT_CHARS, extract_local, facts_per_message
+from agents.extraction.substance import carries_substance
 from schemas.events import ChunkEvent, ExtractedFact, MessageEvent
 from schemas.ids import stable_id
 
@@ -21,8 +22,8 @@ BANK = "test-bank"
 
 
 def turn_facts(chunk: ChunkEvent) -> list[ExtractedFact]:
-    """The per-turn facts of `extract_local` (exchange facts are tested on their own)."""
-    return [f for f in extract_local(chunk) if f.metadata.get("unit") == "turn"]
+    """Every turn's own facts, before `extract_local` keeps only the turns with substance."""
+    return [f for own in facts_per_message(chunk) for f in own]
 
 
 def _conversation() -> dict[str, Any]:
@@ -118,12 +119,28 @@ def test_every_turn_yields_a_fact_with_provenance_and_speaker() -> None:
             assert fact.embedding is None
 
 
-def test_filler_turn_still_produces_a_fact() -> None:
+def test_filler_turn_outside_an_exchange_keeps_its_own_fact() -> None:
     conv = _conversation()
     message = _messages(conv, 1)[0].model_copy(update={"content": "lol", "message_id": "X:1"})
-    (fact,) = turn_facts(_chunk([message]))
+    (fact,) = extract_local(_chunk([message]))
     assert fact.source_message_ids == ["X:1"]
     assert "Caroline" in fact.text and "lol" in fact.text
+
+
+def test_turns_without_substance_live_only_in_their_exchanges() -> None:
+    conv = _conversation()
+    speakers = [conv["speaker_a"], conv["speaker_b"]]
+    for session in _sessions(conv)[:5]:
+        messages = _messages(conv, session)
+        facts = extract_local(_chunk(messages))
+        own = {f.source_message_ids[0] for f in facts if f.metadata.get("unit") == "turn"}
+        cited = {m for f in facts for m in f.source_message_ids}
+        assert cited == {m.message_id for m in messages}  # nothing is forgotten
+        for m in messages:
+            assert (m.message_id in own) == carries_substance(m.content, speakers), m.content
+    # D1:4 "Wow, Caroline! ... Did you hear any inspiring stories?" is a reaction and a question.
+    assert not carries_substance(_messages(conv, 1)[3].content, speakers)
+    assert carries_substance("I went to a LGBTQ support group yesterday and it was so powerful.", speakers)
 
 
 def test_fact_ids_are_stable_across_chunk_boundaries() -> None:
@@ -201,7 +218,8 @@ def test_each_reply_also_yields_an_exchange_fact_citing_both_turns() -> None:
     assert len(turns) + len(exchanges) == len(facts)
     pairs = [(a.message_id, b.message_id) for a, b in itertools.pairwise(messages) if a.speaker != b.speaker]
     assert [tuple(f.source_message_ids) for f in exchanges] == pairs
-    by_message = _by_message(turns)
+    assert {f.source_message_ids[0] for f in turns} < {m.message_id for m in messages}
+    by_message = _by_message(turn_facts(_chunk(messages)))
     first = exchanges[0]
     a, b = first.source_message_ids
     assert first.text == " ".join(f.text for f in (*by_message[a], *by_message[b]))

@@ -73,7 +73,7 @@ def test_replay_on_an_unchanged_pipeline_rebuilds_the_same_facts(api: httpx.Clie
     retain(api, bank, [*conversation("hike", HIKE), note])
     settled(api, bank)
     before, entities_before = facts(api, bank), entities(api, bank)
-    assert len(before) >= 6 and any(len(f["source_message_ids"]) == 2 for f in before.values())
+    assert len(before) >= 5 and any(len(f["source_message_ids"]) == 2 for f in before.values())
 
     r = api.post(f"/v1/banks/{bank}/replay")
     assert r.status_code == 202, r.text
@@ -144,13 +144,13 @@ def test_replay_after_a_configuration_change_makes_the_new_facts(tmp_path: Path)
         settled(api, bank)
         after = facts(api, bank)
 
-    assert set(after) == set(before) - exchanges
+    kept = set(before) - exchanges
+    assert kept < set(after) and len(after) == len(HIKE)
     assert all(f["metadata"]["unit"] == "turn" for f in after.values())
-    # Alone in its chunk, a turn no longer knows whom it addressed ("Omar asked Ines: …").
-    rewritten = {i for i in after if after[i]["text"] != before[i]["text"]}
-    assert rewritten and all(
-        " to Omar:" not in after[i]["text"] and " Ines:" not in after[i]["text"] for i in rewritten
-    )
+    # A reaction no longer has an exchange to live in, so it gets a fact of its own; alone in
+    # its chunk, it does not know whom it addressed ("Omar asked Ines: …").
+    made = [after[i]["text"] for i in set(after) - kept]
+    assert made and all(" to Omar:" not in t and " Ines:" not in t for t in made)
     # An exchange merged into a turn's fact as a near-duplicate no longer lends it its sources.
     assert all(len(f["source_message_ids"]) == 1 for f in after.values())
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from agents.extraction.substance import carries_substance
 from tempr.cli import app as cli_app
 from tests.conftest import SHARED, wait_until
 
@@ -129,8 +130,11 @@ def test_ingest_cli_sends_a_conversation_file_and_waits(api: httpx.Client, bank:
     )
     assert result.exit_code == 0, result.output
     assert "4 messages from 1 conversations" in result.output
-    # One fact per turn, and one per reply (turn + the turn it answers).
-    assert _stats(api, bank)["facts"] == 4 + 3
+    # One fact per reply (turn + the turn it answers), and one per turn with substance of its
+    # own: "That sounds amazing! Did Nora enjoy it?" has none.
+    with_substance = [t for t in _TEXTS[:4] if carries_substance(t, ("Ava", "Ben"))]
+    assert len(with_substance) == 3
+    assert _stats(api, bank)["facts"] == 3 + 3
 
 
 @pytest.mark.skipif(
