@@ -70,7 +70,7 @@ class RecallConfig(BaseModel):
     # Facts whose sources are all cited by better-ranked facts move behind the rest.
     diversify_sources: bool = True
     # Maximal marginal relevance over the top `mmr_top` results: 1.0 = off.
-    mmr_weight: float = Field(default=0.7, gt=0.0, le=1.0)
+    mmr_weight: float = Field(default=0.5, gt=0.0, le=1.0)
     mmr_top: int = Field(default=30, ge=2)
     # Fused results considered for token packing, as a multiple of the budget limit.
     packing_pool_factor: int = Field(default=2, ge=1)

@@ -36,7 +36,7 @@ def test_defaults_follow_the_pipeline_constants() -> None:
     assert cfg.graph_causal_boost == 2.0
     assert (cfg.graph_hop_decay, cfg.graph_include_seeds) == (0.5, False)
     assert cfg.diversify_sources is True
-    assert (cfg.mmr_weight, cfg.mmr_top) == (0.7, 30)
+    assert (cfg.mmr_weight, cfg.mmr_top) == (0.5, 30)
 
 
 def test_all_named_presets_exist_and_are_valid() -> None:
