@@ -158,8 +158,24 @@ def show(
     )
 
 
-def _disposition(**traits: float | None) -> dict[str, float]:
-    return {k: v for k, v in traits.items() if v is not None}
+def _given(
+    name: str | None,
+    background: str | None,
+    skepticism: float | None,
+    literalism: float | None,
+    empathy: float | None,
+    bias_strength: float | None,
+) -> dict[str, Any]:
+    """The profile fields given on the command line; any trait given makes a disposition."""
+    fields: dict[str, Any] = {k: v for k, v in (("name", name), ("background", background)) if v is not None}
+    traits = {
+        "skepticism": skepticism,
+        "literalism": literalism,
+        "empathy": empathy,
+        "bias_strength": bias_strength,
+    }
+    disposition = {k: v for k, v in traits.items() if v is not None}
+    return fields | ({"disposition": disposition} if disposition else {})
 
 
 @banks_app.command("create")
@@ -174,15 +190,8 @@ def create(
     url: UrlOption = None,
 ) -> None:
     """Create a bank, or replace its whole profile (unset options take their defaults; memories stay)."""
-    profile: dict[str, Any] = {
-        "disposition": _disposition(
-            skepticism=skepticism, literalism=literalism, empathy=empathy, bias_strength=bias_strength
-        )
-    }
-    if name is not None:
-        profile["name"] = name
-    if background is not None:
-        profile["background"] = background
+    # A whole profile: traits not given go back to their defaults.
+    profile = {"disposition": {}} | _given(name, background, skepticism, literalism, empathy, bias_strength)
     try:
         with _client(url) as tempr:
             out = tempr.put_bank(bank, profile)
@@ -203,11 +212,7 @@ def set_(
     url: UrlOption = None,
 ) -> None:
     """Change only the given fields; a new background is merged into the old one."""
-    patch: dict[str, Any] = {"name": name, "background": background}
-    traits = _disposition(
-        skepticism=skepticism, literalism=literalism, empathy=empathy, bias_strength=bias_strength
-    )
-    patch = {k: v for k, v in patch.items() if v is not None} | ({"disposition": traits} if traits else {})
+    patch = _given(name, background, skepticism, literalism, empathy, bias_strength)
     if not patch:
         raise typer.BadParameter("nothing to change: give --name, --background or a trait")
     try:
