@@ -15,6 +15,7 @@ from inference.llm import LLMClient
 from recall_api.errors import install_error_handlers
 from recall_api.mcp_server import mcp_lifespan, mount_mcp
 from recall_api.metrics import ApiMetrics
+from recall_api.recall.inflections import load_lexicon
 from recall_api.routes import (
     banks,
     dead_letters,
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.embedder = await asyncio.to_thread(
             get_embedder, settings.embedding_model, settings.embedding_batch_size
         )
+        await asyncio.to_thread(load_lexicon)
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
         try:
             async with mcp_lifespan(app):

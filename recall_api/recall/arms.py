@@ -12,6 +12,7 @@ import asyncpg
 import numpy as np
 
 from recall_api.recall.config import Arm, RecallConfig
+from recall_api.recall.inflections import word_forms
 from recall_api.recall.temporal import QueryWindow
 from store import recall as sql
 
@@ -76,16 +77,17 @@ class ArmResult:
 
 
 def keyword_or_query(query: str) -> str:
-    """The query's words OR-ed in websearch syntax: ``"caroline or support or group"``.
+    """The query's words, then their other inflections, OR-ed in websearch syntax:
+    ``"melanie or bought or buy or buys or buying"``.
 
     Only word characters survive, so quotes, minus signs and operators in the user's text
     cannot change the query's meaning; stop words are dropped later by the parser.
     """
-    words: list[str] = []
-    for word in _WORD.findall(query.lower()):
-        if word != "or" and word not in words:
-            words.append(word)
-    return " or ".join(words[:_MAX_KEYWORD_TERMS])
+    words = [w for w in _WORD.findall(query.lower()) if w != "or"]
+    terms = dict.fromkeys(words)
+    for word in words:
+        terms.update(dict.fromkeys(word_forms(word)))
+    return " or ".join(list(terms)[:_MAX_KEYWORD_TERMS])
 
 
 async def semantic_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:

@@ -78,6 +78,15 @@ async def test_keyword_or_query_matches_any_content_word(db: asyncpg.Pool, bank:
     assert result.ids[0] == group.id and other.id not in result.ids
 
 
+async def test_keyword_matches_an_irregular_form(db: asyncpg.Pool, bank: str) -> None:
+    bought = Unit("Melanie bought these figurines at the flea market.")
+    others = [Unit(t) for t in DISTRACTORS]
+    await insert_units(db, bank, [bought, *others])
+    result = await arm(db, "keyword", bank, "What does Melanie buy?")
+    bicycle = next(u for u in others if "bought" in u.text)
+    assert result.ids == [bought.id, bicycle.id]  # "buy" reaches "bought"; the name ranks Melanie's first
+
+
 async def test_graph_follows_shared_entity_and_causal_link(db: asyncpg.Pool, bank: str) -> None:
     seed = Unit("Alice works at Google as a software engineer.")
     by_entity = Unit("The quarterly offsite in Denver was cancelled.")

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from recall_api.recall.arms import keyword_or_query
+from recall_api.recall.inflections import word_forms
 from recall_api.recall.temporal import query_window
 from schemas.recall import RecallRequest
 from store.recall import RecallFilters, compile_filters
@@ -17,11 +18,27 @@ REF = datetime(2024, 7, 15, 12, tzinfo=UTC)
 
 def test_keyword_query_ors_the_words_and_drops_syntax() -> None:
     assert keyword_or_query('What did "Caroline" do -at the group?') == (
-        "what or did or caroline or do or at or the or group"
+        "what or did or caroline or do or at or the or group or groups or grouped or grouping"
     )
-    assert keyword_or_query("cats OR dogs or cats") == "cats or dogs"
+    assert keyword_or_query("cats OR dogs or cats").startswith("cats or dogs or cat or ")
     assert keyword_or_query("??? \"' !") == ""
     assert keyword_or_query("🦜") == ""
+
+
+def test_keyword_query_adds_irregular_forms_after_the_words() -> None:
+    terms = keyword_or_query("What has Melanie bought for the children?").split(" or ")
+    assert terms[:7] == ["what", "has", "melanie", "bought", "for", "the", "children"]
+    assert {"buy", "buying", "child"} <= set(terms[7:])
+    assert "melanie" not in terms[7:]  # names are not in the lexicon
+    assert not {"do", "does", "done", "have"} & set(terms)  # stop words are not expanded
+
+
+def test_word_forms() -> None:
+    assert set(word_forms("went")) >= {"go", "goes", "going", "gone"}
+    assert "went" not in word_forms("went")
+    assert "mice" in word_forms("mouse")
+    assert word_forms("zorblatt") == ()
+    assert word_forms("did") == ()
 
 
 def test_keyword_query_caps_terms() -> None:
