@@ -13,8 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
+from rapidfuzz import fuzz
 
-__all__ = ["demote_covered", "mmr_order"]
+__all__ = ["demote_covered", "mmr_order", "quotes"]
+
+# partial_ratio of a turn's fact inside the fact of an exchange quoting it is 100 for 98 % of
+# LoCoMo's pairs; unrelated facts of the same conversation stay under 65.
+_QUOTE_MIN_RATIO = 90.0
 
 T = TypeVar("T")
 
@@ -33,6 +38,14 @@ def demote_covered(items: Sequence[T], sources_of: Callable[[T], Sequence[str]])
         seen |= sources
         fresh.append(item)
     return fresh + covered, len(covered)
+
+
+def quotes(big_text: str, small_text: str) -> bool:
+    """Whether ``big_text`` carries ``small_text`` (nearly) word for word. Packing asks this
+    only of a fact from strictly more sources, all of the smaller one's among them; provenance
+    alone is not enough, as an LLM may write two different facts from overlapping messages."""
+    # partial_ratio aligns whichever text is shorter, so the direction is checked here.
+    return len(small_text) <= len(big_text) and fuzz.partial_ratio(small_text, big_text) >= _QUOTE_MIN_RATIO
 
 
 def mmr_order(relevance: Sequence[float], vectors: np.ndarray, weight: float) -> list[int]:

@@ -19,7 +19,7 @@ from inference.rerank import Reranker, format_candidate, rerank_scores
 from recall_api.recall import fusion, scoring
 from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
-from recall_api.recall.diversity import demote_covered, mmr_order
+from recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from recall_api.recall.packing import pack_by_tokens
 from recall_api.recall.results import attach_includes, build_result, build_trace
 from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
@@ -217,7 +217,15 @@ async def run_recall(
     considered = ranked[: limit * cfg.packing_pool_factor]
     lap("boosts")
 
-    packed, tokens = pack_by_tokens(considered, lambda s: s.row["text"], req.max_tokens)
+    packed, tokens = pack_by_tokens(
+        considered,
+        lambda s: s.row["text"],
+        req.max_tokens,
+        sources_of=lambda s: s.row["source_message_ids"],
+        quotes=(lambda big, small: quotes(big.row["text"], small.row["text"]))
+        if cfg.diversify_sources
+        else None,
+    )
     lap("packing")
 
     out = [build_result(s, req.include) for s in packed]

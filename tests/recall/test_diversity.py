@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recall_api.recall.diversity import demote_covered, mmr_order
+from recall_api.recall.diversity import demote_covered, mmr_order, quotes
 
 
 def _run(items: list[tuple[str, list[str]]]) -> tuple[list[str], int]:
@@ -55,3 +55,15 @@ def test_mmr_edge_cases() -> None:
     assert mmr_order([0.5], np.ones((1, 3)), 0.7) == [0]
     same = np.ones((3, 3))
     assert mmr_order([0.2, 0.2, 0.2], same, 0.7) == [0, 1, 2]  # ties keep the ranked order
+
+
+def test_quotes_finds_a_turn_inside_its_exchange() -> None:
+    turn = "Melanie said to Caroline: Thanks! We just did it yesterday (19 October 2023)!"
+    exchange = (
+        "Caroline said to Melanie: Did you go to the beach? "
+        "Melanie said to Caroline: Thanks! We just did it yesterday (19 October 2023)! The kids loved it."
+    )
+    assert quotes(exchange, turn)
+    assert quotes(exchange, turn.replace("Thanks!", "Thanks so much!"))  # a small edit still quotes
+    assert not quotes(exchange, "Caroline said to Melanie: I went to a pride parade last week.")
+    assert not quotes(turn, exchange)

@@ -87,3 +87,55 @@ def test_default_counter_is_cl100k() -> None:
 def test_works_with_plain_strings() -> None:
     kept, used = pack_by_tokens(["a b", "c"], str, 3, count=word_count)
     assert (kept, used) == (["a b", "c"], 3)
+
+
+@dataclass(frozen=True)
+class Sourced:
+    text: str
+    sources: tuple[str, ...]
+
+
+def pack_absorbing(items: list[Sourced], max_tokens: int) -> tuple[list[Sourced], int]:
+    return pack_by_tokens(
+        items,
+        lambda f: f.text,
+        max_tokens,
+        count=word_count,
+        sources_of=lambda f: f.sources,
+        quotes=lambda big, small: small.text in big.text,
+    )
+
+
+def test_an_exchange_takes_the_place_of_the_turn_it_quotes() -> None:
+    turn = Sourced("she bought figurines", ("d1",))
+    other = Sourced("they went camping", ("d7",))
+    exchange = Sourced("what did you buy? she bought figurines", ("d0", "d1"))
+    kept, used = pack_absorbing([turn, other, exchange], 10)
+    # 6 of 10 are spent; the exchange costs 7 but frees the 3 of the turn it repeats.
+    assert kept == [exchange, other]
+    assert used == 10
+
+
+def test_an_exchange_absorbs_both_its_turns() -> None:
+    ask = Sourced("what did you buy?", ("d0",))
+    answer = Sourced("she bought figurines", ("d1",))
+    exchange = Sourced("what did you buy? she bought figurines", ("d0", "d1"))
+    kept, used = pack_absorbing([ask, answer, exchange], 8)
+    assert (kept, used) == ([exchange], 7)
+
+
+def test_no_absorption_without_quoting_or_with_other_sources() -> None:
+    turn = Sourced("she bought figurines", ("d1",))
+    paraphrase = Sourced("figurines were her purchase that day", ("d0", "d1"))  # does not quote it
+    elsewhere = Sourced("she bought figurines", ("d2", "d3"))  # quotes it, other sources
+    same = Sourced("she bought figurines", ("d1",))  # same sources: not strictly more
+    kept, used = pack_absorbing([turn, paraphrase, elsewhere, same], 100)
+    assert kept == [turn, paraphrase, elsewhere, same]
+    assert used == 3 + 6 + 3 + 3
+
+
+def test_absorbing_still_respects_the_budget() -> None:
+    turn = Sourced("she bought figurines", ("d1",))
+    exchange = Sourced("what did you buy at the market? she bought figurines", ("d0", "d1"))
+    kept, used = pack_absorbing([turn, exchange], 8)  # the exchange would need 10 - 3 = 7 more
+    assert (kept, used) == ([turn], 3)
