@@ -57,6 +57,7 @@ TEMPR_PRESETS = {
     "tempr-no-temporal": "no-temporal",
     "tempr-no-keyword": "no-keyword",
     "tempr-no-rerank": "no-rerank",
+    "tempr-no-name-blend": "no-name-blend",
 }
 BASELINES = ("bm25", "dense")
 ALL_SYSTEMS = ("tempr", *BASELINES, *(s for s in TEMPR_PRESETS if s != "tempr"))

@@ -34,6 +34,7 @@ __all__ = [
     "keyword_search",
     "semantic_search",
     "temporal_search",
+    "ubiquitous_names",
     "unit_entity_names",
 ]
 
@@ -104,6 +105,25 @@ def _order_by_distance(exact: bool) -> str:
 
 async def bank_unit_count(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> int:
     return await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
+
+
+async def ubiquitous_names(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, *, min_share: float, min_mentions: int
+) -> list[str]:
+    """Names and aliases of the entities in at least ``min_share`` of the bank's facts (and
+    in at least ``min_mentions``, so a tiny bank does not lose every name)."""
+    rows = await conn.fetch(
+        """
+        SELECT e.canonical_name, e.aliases FROM entities e
+        WHERE e.bank_id = $1
+          AND e.mention_count >= greatest($3::int,
+                $2::float8 * (SELECT count(*) FROM memory_units u WHERE u.bank_id = $1))
+        """,
+        bank_id,
+        min_share,
+        min_mentions,
+    )
+    return [name for r in rows for name in (r["canonical_name"], *r["aliases"])]
 
 
 async def event_date(

@@ -52,6 +52,11 @@ class RecallConfig(BaseModel):
     temporal_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
     proof_alpha: float = Field(default=0.1, ge=0.0, le=_MAX_ALPHA)
 
+    # The query vector blends the question as asked (this weight) with the question without the
+    # names in at least `ubiquitous_share` of the bank's facts: 1.0 = the question as asked.
+    query_as_asked_weight: float = Field(default=0.5, gt=0.0, le=1.0)
+    ubiquitous_share: float = Field(default=0.25, gt=0.0, le=1.0)
+
     rerank: bool = True
     rerank_batch_size: int = Field(default=32, ge=1)
 
@@ -107,6 +112,8 @@ PRESETS: dict[str, RecallConfig] = {
     "no-rerank": RecallConfig(rerank=False),
     # Plain ranking: no MMR, and facts repeating already-shown sources keep their place.
     "no-diversity": RecallConfig(diversify_sources=False, mmr_weight=1.0),
+    # The query vector is the question as asked, names in most facts included.
+    "no-name-blend": RecallConfig(query_as_asked_weight=1.0),
     # Dense-vector baseline with the reranker on top.
     "semantic-only": _only("semantic"),
     # Lexical baseline with the reranker on top.

@@ -21,6 +21,7 @@ from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from recall_api.recall.packing import pack_by_tokens
+from recall_api.recall.query_vector import blend, without_names
 from recall_api.recall.results import attach_includes, build_result, build_trace
 from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
 from schemas.api import ConsistencyToken
@@ -62,6 +63,9 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
         await asyncio.sleep(_POLL_INTERVAL_S)
     return round((time.monotonic() - started) * 1000, 2)
 
+
+# A name counts as ubiquitous only in this many facts or more, so a small bank keeps its names.
+_MIN_UBIQUITOUS_MENTIONS = 10
 
 # How close a fact must be to "<event>" in "before <event>" to date it.
 _EVENT_MIN_SIMILARITY = 0.5
@@ -170,11 +174,20 @@ async def run_recall(
     anchor = event_anchor(req.query) if window is None else None
     arms = cfg.enabled_arms()
     needs_vector = anchor is not None or any(a != "keyword" for a in arms)
-    texts = [req.query] if anchor is None else [req.query, anchor.event]
-    vectors, bank_size = await asyncio.gather(
-        embedder.aencode(texts) if needs_vector else asyncio.sleep(0, None),
+    blending = needs_vector and cfg.query_as_asked_weight < 1.0
+    bank_size, names = await asyncio.gather(
         sql.bank_unit_count(pool, bank_id),
+        sql.ubiquitous_names(
+            pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=_MIN_UBIQUITOUS_MENTIONS
+        )
+        if blending
+        else asyncio.sleep(0, []),
     )
+    without = without_names(req.query, names) if names else None
+    texts = [req.query] if anchor is None else [req.query, anchor.event]
+    vectors = await embedder.aencode([*texts, without] if without else texts) if needs_vector else None
+    if vectors is not None and without is not None:
+        vectors = np.vstack([blend(vectors[0], vectors[-1], cfg.query_as_asked_weight), *vectors[1:-1]])
     lap("embed")
     if anchor is not None and vectors is not None:
         window = await _anchored(pool, bank_id, anchor, vectors[1], now)
@@ -241,6 +254,7 @@ async def run_recall(
             preset=req.preset,
             query_timestamp=now,
             window=window,
+            query_without_names=without,
             results=results,
             fused=fused,
             survivors=survivors,

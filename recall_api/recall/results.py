@@ -105,6 +105,7 @@ def build_trace(
     preset: str,
     query_timestamp: datetime,
     window: QueryWindow | None,
+    query_without_names: str | None,
     results: Sequence[ArmResult],
     fused: Sequence[fusion.Candidate],
     survivors: Sequence[fusion.Candidate],
@@ -126,6 +127,8 @@ def build_trace(
             if window
             else None
         ),
+        # Blended into the query vector; None when the question names no ubiquitous entity.
+        "query_without_names": query_without_names,
         "arms": {r.arm: _arm_trace(r) for r in results},
         "fused": {
             "count": len(fused),

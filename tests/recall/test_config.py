@@ -13,6 +13,7 @@ from recall_api.recall.config import (
 
 EXPECTED_PRESETS = {
     "default",
+    "no-name-blend",
     "no-graph",
     "no-temporal",
     "no-keyword",
@@ -37,6 +38,7 @@ def test_defaults_follow_the_pipeline_constants() -> None:
     assert (cfg.graph_hop_decay, cfg.graph_include_seeds) == (0.5, False)
     assert cfg.diversify_sources is True
     assert (cfg.mmr_weight, cfg.mmr_top) == (0.5, 30)
+    assert (cfg.query_as_asked_weight, cfg.ubiquitous_share) == (0.5, 0.25)
 
 
 def test_all_named_presets_exist_and_are_valid() -> None:

@@ -262,3 +262,36 @@ async def test_before_an_event_is_dated_by_the_event_fact(
         ]
         is None
     )
+
+
+async def test_a_name_in_most_facts_weighs_half_in_the_query_vector(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    bought = Unit("Melanie said to Caroline: I bought two figurines at the flea market.")
+    about_her = Unit("Melanie said to Caroline: Melanie is Melanie, and Melanie's friends love Melanie.")
+    chatter = [
+        Unit(f"Melanie said to Caroline: note {i} about the weather and the garden.") for i in range(10)
+    ]
+    units = [bought, about_her, *chatter]
+    await insert_units(db, bank, units)
+    await insert_entity(db, bank, "Melanie", [u.id for u in units])  # in every fact
+    await insert_entity(db, bank, "Caroline", [bought.id, about_her.id])  # in two: it selects
+
+    def margin(preset: str) -> tuple[float, str | None]:
+        body = recall(api, bank, "What has Melanie bought, Caroline?", preset=preset, trace=True)
+        sims = {c["id"]: c["score"] for c in body["trace"]["arms"]["semantic"]["candidates"]}
+        return sims[str(bought.id)] - sims[str(about_her.id)], body["trace"]["query_without_names"]
+
+    blended, without = margin("default")
+    as_asked, none = margin("no-name-blend")
+    assert without == "What has bought, Caroline?"  # possessive-free; Caroline is not in most facts
+    assert none is None
+    assert blended > as_asked  # the purchase gains on the fact that only repeats her name
+
+
+async def test_a_small_bank_keeps_its_names(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
+    units = [Unit(f"Melanie went hiking on trail {i}.") for i in range(3)]
+    await insert_units(db, bank, units)
+    await insert_entity(db, bank, "Melanie", [u.id for u in units])  # every fact, but only three
+    body = recall(api, bank, "Where did Melanie hike?", trace=True)
+    assert body["trace"]["query_without_names"] is None
