@@ -26,7 +26,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
 from pydantic import BaseModel, ValidationError
 
-from tempr.errors import Unavailable, UpstreamLLMError
+from tempr.errors import NotConfigured, UpstreamLLMError
 from tempr.settings import Settings
 
 __all__ = ["LLMClient", "RetryPolicy", "TokenUsage", "track_usage"]
@@ -94,7 +94,7 @@ class LLMClient:
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         if not settings.llm_configured:
-            raise Unavailable("no LLM configured (set TEMPR_LLM_BASE_URL and TEMPR_LLM_MODEL)")
+            raise NotConfigured("no LLM configured (set TEMPR_LLM_BASE_URL and TEMPR_LLM_MODEL)")
         self.model: str = settings.llm_model or ""
         self.timeout_s = settings.llm_timeout_s
         self.retry = retry or RetryPolicy(max_retries=settings.llm_max_retries)

@@ -11,7 +11,7 @@ from inference.embeddings import Embedder
 from inference.llm import LLMClient
 from schemas.ids import BANK_ID_PATTERN
 from streams.publisher import Publisher
-from tempr.errors import Unavailable
+from tempr.errors import NotConfigured
 from tempr.settings import Settings
 
 __all__ = ["BankIdPath", "EmbedderDep", "LLMDep", "OptionalLLMDep", "PoolDep", "PublisherDep", "SettingsDep"]
@@ -39,7 +39,7 @@ def _optional_llm(request: Request) -> LLMClient | None:
 
 def _llm(request: Request) -> LLMClient:
     if request.app.state.llm is None:
-        raise Unavailable(
+        raise NotConfigured(
             "no LLM is configured on this server: reflect needs one (set TEMPR_LLM_BASE_URL and "
             "TEMPR_LLM_MODEL); retain and recall work without it"
         )

@@ -9,9 +9,9 @@ from tempr.errors import (
     Conflict,
     ConsistencyTimeout,
     InvalidRequest,
+    NotConfigured,
     NotFound,
     TemprError,
-    Unavailable,
     UpstreamLLMError,
 )
 
@@ -22,7 +22,7 @@ STATUS_BY_ERROR: dict[type[TemprError], int] = {
     InvalidRequest: 400,
     Conflict: 409,
     ConsistencyTimeout: 504,
-    Unavailable: 503,
+    NotConfigured: 501,
     UpstreamLLMError: 502,
 }
 

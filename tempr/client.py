@@ -2,7 +2,8 @@
 
 Typed with the API's own pydantic models; an error answer raises `TemprAPIError` carrying the
 server's message; 429, 502, 503 and connection failures are retried with exponential backoff
-(honouring Retry-After). Every call is described once, as a `_Call`, and both clients send it.
+(honouring Retry-After); other errors, 501 "no LLM configured" among them, are raised at once.
+Every call is described once, as a `_Call`, and both clients send it.
 
     with TemprClient("http://127.0.0.1:8000") as tempr:
         token = tempr.retain("alice", "I moved to Lisbon in May.", speaker="Alice").consistency.token

@@ -5,7 +5,7 @@ TemprError
 ├── InvalidRequest      → 400
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
-├── Unavailable         → 503 (no LLM configured, broker down, ...)
+├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
 └── UpstreamLLMError    → 502
 """
 
@@ -16,9 +16,9 @@ __all__ = [
     "ConsistencyTimeout",
     "InvalidEvent",
     "InvalidRequest",
+    "NotConfigured",
     "NotFound",
     "TemprError",
-    "Unavailable",
     "UpstreamLLMError",
 ]
 
@@ -43,8 +43,9 @@ class InvalidEvent(TemprError):
     """A stream record that cannot be decoded or validated."""
 
 
-class Unavailable(TemprError):
-    pass
+class NotConfigured(TemprError):
+    """The server lacks what the request needs (reflect without an LLM). Retrying the same
+    server cannot help, so it is 501 rather than a 503 that clients would retry."""
 
 
 class UpstreamLLMError(TemprError):

@@ -26,7 +26,10 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["reflect"])
         },
         404: {"model": ErrorBody, "description": "The bank does not exist."},
         502: {"model": ErrorBody, "description": "The LLM failed or kept answering off-schema."},
-        503: {"model": ErrorBody, "description": "No LLM is configured on this server."},
+        501: {
+            "model": ErrorBody,
+            "description": "No LLM is configured on this server (permanent: do not retry).",
+        },
         504: {"model": ErrorBody, "description": "The `after` token was not materialized in time."},
     },
     summary="Reflect: answer in the bank's voice from its memories, forming opinions",

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from inference.llm import LLMClient, RetryPolicy
-from tempr.errors import Unavailable, UpstreamLLMError
+from tempr.errors import NotConfigured, UpstreamLLMError
 from tempr.settings import Settings
 from tests.llm_server import (
     ScriptedLLMServer,
@@ -203,7 +203,7 @@ async def test_connection_refused_raises_after_retries() -> None:
 
 
 def test_unconfigured_llm_is_unavailable() -> None:
-    with pytest.raises(Unavailable):
+    with pytest.raises(NotConfigured):
         LLMClient(Settings(llm_base_url=None, llm_model=None))
 
 

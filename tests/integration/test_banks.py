@@ -158,10 +158,10 @@ async def test_tombstone_from_the_log_removes_the_bank(
     assert await db.fetchval("SELECT count(*) FROM deleted_banks WHERE id = $1", bank) == 1
 
 
-def test_reflect_without_an_llm_is_a_clean_503(api: httpx.Client, bank: str) -> None:
+def test_reflect_without_an_llm_is_a_clean_501(api: httpx.Client, bank: str) -> None:
     token = _retain(api, bank, "Nora runs on Sundays.")
     answer = api.post(f"/v1/banks/{bank}/reflect", json={"query": "What does Nora do on Sundays?"})
-    assert answer.status_code == 503
+    assert answer.status_code == 501
     assert "TEMPR_LLM_BASE_URL" in answer.text and "recall work" in answer.text
     recalled = api.post(f"/v1/banks/{bank}/recall", json={"query": "Sundays", "after": token}).json()
     assert any("Sundays" in r["text"] for r in recalled["results"])

@@ -63,7 +63,7 @@ def test_reflect_reports_a_server_without_an_llm(api: httpx.Client, bank: str, t
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2 and "503" in proc.stderr and "no LLM is configured" in proc.stderr
+    assert proc.returncode == 2 and "501" in proc.stderr and "no LLM is configured" in proc.stderr
 
 
 def test_reflect_rejects_a_schema_that_is_not_json(api: httpx.Client, bank: str, tmp_path: Path) -> None:

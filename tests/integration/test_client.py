@@ -43,11 +43,14 @@ async def test_async_client_has_the_same_surface(api: httpx.Client, bank: str) -
 
 class _Flaky(BaseHTTPRequestHandler):
     failures = 2
+    status = 503
+    requests = 0
 
     def do_GET(self) -> None:
+        _Flaky.requests += 1
         if _Flaky.failures > 0:
             _Flaky.failures -= 1
-            self.send_response(503)
+            self.send_response(_Flaky.status)
             self.send_header("Retry-After", "0")
             self.end_headers()
             self.wfile.write(b'{"detail": "busy"}')
@@ -74,7 +77,7 @@ def flaky_server() -> Iterator[str]:
 
 
 def test_503_is_retried_then_gives_up_with_the_servers_message(flaky_server: str) -> None:
-    _Flaky.failures = 2
+    _Flaky.failures, _Flaky.status = 2, 503
     with TemprClient(flaky_server, backoff_s=0.01) as tempr:
         assert tempr.health().status == "ok"
     _Flaky.failures = 5
@@ -84,3 +87,11 @@ def test_503_is_retried_then_gives_up_with_the_servers_message(flaky_server: str
     ):
         tempr.health()
     assert err.value.status_code == 503 and err.value.detail == "busy"
+
+
+def test_501_is_not_retried(flaky_server: str) -> None:
+    _Flaky.failures, _Flaky.status, _Flaky.requests = 5, 501, 0
+    with TemprClient(flaky_server, backoff_s=0.01) as tempr, pytest.raises(TemprAPIError) as err:
+        tempr.health()
+    assert err.value.status_code == 501 and err.value.detail == "busy"
+    assert _Flaky.requests == 1

@@ -63,7 +63,7 @@ def test_reflect_without_an_llm_raises_the_servers_message(api: httpx.Client, ba
         tempr.put_bank(bank, background="I remember things.")
         with pytest.raises(TemprAPIError) as no_llm:
             tempr.reflect(bank, "What do I think of Lisbon?", budget="low", context="just curious")
-    assert no_llm.value.status_code == 503
+    assert no_llm.value.status_code == 501
     assert "no LLM is configured" in str(no_llm.value.detail)
 
 
@@ -79,7 +79,7 @@ async def test_async_client_has_the_banks_surface(api: httpx.Client, bank: str) 
         assert (await tempr.opinions(bank)).total == 0
         with pytest.raises(TemprAPIError) as no_llm:
             await tempr.reflect(bank, "Who am I?")
-        assert no_llm.value.status_code == 503
+        assert no_llm.value.status_code == 501
         assert (await tempr.delete_bank(bank)).bank_id == bank
         with pytest.raises(TemprAPIError) as gone:
             await tempr.bank(bank)

@@ -127,7 +127,7 @@ async def test_http_api_errors_become_tool_errors_with_the_servers_message(
         unknown = await mcp.call_tool("get_bank", {"bank": bank})
         assert unknown.is_error and "tempr refused (404)" in _text(unknown)
         no_llm = await mcp.call_tool("reflect", {"bank": bank, "query": "What do I think of Lisbon?"})
-        assert no_llm.is_error and "tempr refused (503)" in _text(no_llm) and "LLM" in _text(no_llm)
+        assert no_llm.is_error and "tempr refused (501)" in _text(no_llm) and "LLM" in _text(no_llm)
 
 
 async def test_http_banks_are_created_read_and_listed(api: httpx.Client, bank: str) -> None:
