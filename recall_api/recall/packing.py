@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from inference.tokens import count_tokens
 
@@ -29,61 +29,106 @@ def pack_by_tokens(
     exactly spent. If nothing fits (including ``max_tokens <= 0``) the top item is returned
     alone, whatever its size, so a non-empty ranking never packs to an empty answer.
 
-    With ``sources_of`` and ``quotes(big, small)``, an item absorbs the kept ones it
-    repeats: those from strictly fewer of its own sources whose text it quotes. It takes the
-    place of the first of them and pays only for what it adds, so the answer never carries
-    the same text twice (a turn's fact, then the fact of the exchange quoting that turn).
+    With ``sources_of`` and ``quotes(big, small)`` the same text is never packed twice:
+
+    - an item that quotes kept ones from strictly fewer of its own sources (the fact of an
+      exchange, after the fact of one of its turns) takes the place of the first of them and
+      pays only for what it adds;
+    - an item that repeats sources already kept, and quotes an item of the ranking made from
+      exactly its other sources, is packed as that smaller item (an exchange whose first turn
+      is already shown is packed as the fact of its second turn).
 
     Returns the kept items and the tokens they use.
     """
-    absorbing = sources_of is not None and quotes is not None
-    slots: list[tuple[T, int, frozenset[str]] | None] = []  # None: absorbed later
-    by_source: dict[str, list[int]] = defaultdict(list)
-    used = 0
-    top_cost: int | None = None
+    packer = _Packer(items, text_of, count, sources_of, quotes)
     for item in items:
-        remaining = max_tokens - used
+        remaining = max_tokens - packer.used
         if remaining <= 0:
             break
-        cost = count(text_of(item))
-        if top_cost is None:
-            top_cost = cost
-        sources = frozenset(sources_of(item)) if absorbing else frozenset()  # type: ignore[misc]
-        absorbed = _absorbed(item, sources, slots, by_source, quotes) if len(sources) > 1 else []  # type: ignore[arg-type]
-        freed = sum(slots[i][1] for i in absorbed)  # type: ignore[index]
-        if cost - freed > remaining:
-            continue
-        if absorbed:
-            slots[absorbed[0]] = (item, cost, sources)
-            for i in absorbed[1:]:
-                slots[i] = None
-            at = absorbed[0]
-        else:
-            slots.append((item, cost, sources))
-            at = len(slots) - 1
-        for source in sources:
-            by_source[source].append(at)
-        used += cost - freed
-    kept = [slot[0] for slot in slots if slot is not None]
+        packer.offer(item, remaining)
+    kept = packer.kept()
     if kept or not items:
-        return kept, used
-    return [items[0]], top_cost if top_cost is not None else count(text_of(items[0]))
+        return kept, packer.used
+    return [items[0]], packer.top_cost if packer.top_cost is not None else count(text_of(items[0]))
 
 
-def _absorbed(
-    item: T,
-    sources: frozenset[str],
-    slots: list[tuple[T, int, frozenset[str]] | None],
-    by_source: dict[str, list[int]],
-    quotes: Callable[[T, T], bool],
-) -> list[int]:
-    """Positions of kept items that ``item`` repeats, in order."""
-    found: set[int] = set()
-    for source in sources:
-        for i in by_source.get(source, ()):
-            slot = slots[i]
-            if i in found or slot is None:
-                continue
-            if slot[2] and slot[2] < sources and quotes(item, slot[0]):
-                found.add(i)
-    return sorted(found)
+class _Packer(Generic[T]):
+    def __init__(
+        self,
+        items: Sequence[T],
+        text_of: Callable[[T], str],
+        count: Callable[[str], int],
+        sources_of: Callable[[T], Sequence[str]] | None,
+        quotes: Callable[[T, T], bool] | None,
+    ) -> None:
+        self.text_of, self.count = text_of, count
+        self.sources_of, self.quotes = (sources_of, quotes) if sources_of and quotes else (None, None)
+        self.slots: list[tuple[T, int, frozenset[str]] | None] = []  # None: absorbed later
+        self.by_source: dict[str, list[int]] = defaultdict(list)  # source -> slots citing it
+        self.covered: set[str] = set()
+        self.taken: set[int] = set()  # id() of items packed in another's place
+        self.used = 0
+        self.top_cost: int | None = None
+        self.by_sources: dict[frozenset[str], T] = {}  # best-ranked item made from exactly these
+        if self.sources_of is not None:
+            for item in items:
+                self.by_sources.setdefault(frozenset(self.sources_of(item)), item)
+
+    def kept(self) -> list[T]:
+        return [slot[0] for slot in self.slots if slot is not None]
+
+    def offer(self, item: T, remaining: int) -> None:
+        cost = self.count(self.text_of(item))
+        if self.top_cost is None:
+            self.top_cost = cost
+        if id(item) in self.taken:
+            return
+        sources = frozenset(self.sources_of(item)) if self.sources_of else frozenset()
+        absorbed = self._absorbed(item, sources) if len(sources) > 1 else []
+        if absorbed:
+            freed = sum(self.slots[i][1] for i in absorbed)  # type: ignore[index]
+            if cost - freed <= remaining:
+                self.slots[absorbed[0]] = (item, cost, sources)
+                for i in absorbed[1:]:
+                    self.slots[i] = None
+                self._cite(absorbed[0], sources)
+                self.used += cost - freed
+            return
+        smaller = self._smaller(item, sources)
+        if smaller is not None:
+            item, sources = smaller, sources - self.covered
+            cost = self.count(self.text_of(item))
+        if cost <= remaining:
+            if smaller is not None:
+                self.taken.add(id(item))
+            self.slots.append((item, cost, sources))
+            self._cite(len(self.slots) - 1, sources)
+            self.used += cost
+
+    def _cite(self, at: int, sources: frozenset[str]) -> None:
+        for source in sources:
+            self.by_source[source].append(at)
+        self.covered |= sources
+
+    def _absorbed(self, item: T, sources: frozenset[str]) -> list[int]:
+        """Positions of kept items that ``item`` repeats, in order."""
+        assert self.quotes is not None
+        found: set[int] = set()
+        for source in sources:
+            for i in self.by_source.get(source, ()):
+                slot = self.slots[i]
+                if i in found or slot is None:
+                    continue
+                if slot[2] and slot[2] < sources and self.quotes(item, slot[0]):
+                    found.add(i)
+        return sorted(found)
+
+    def _smaller(self, item: T, sources: frozenset[str]) -> T | None:
+        """The item made from exactly the sources ``item`` adds, when ``item`` quotes it."""
+        new = sources - self.covered
+        if not new or new == sources or self.quotes is None:
+            return None
+        smaller = self.by_sources.get(new)
+        if smaller is None or smaller is item or id(smaller) in self.taken or not self.quotes(item, smaller):
+            return None
+        return smaller

@@ -139,3 +139,32 @@ def test_absorbing_still_respects_the_budget() -> None:
     exchange = Sourced("what did you buy at the market? she bought figurines", ("d0", "d1"))
     kept, used = pack_absorbing([turn, exchange], 8)  # the exchange would need 10 - 3 = 7 more
     assert (kept, used) == ([turn], 3)
+
+
+def test_an_exchange_repeating_a_shown_turn_is_packed_as_its_new_turn() -> None:
+    first = Sourced("did you buy anything? she bought figurines", ("d0", "d1"))
+    second = Sourced("she bought figurines and they were cheap", ("d1", "d2"))
+    last_turn = Sourced("and they were cheap", ("d2",))
+    kept, used = pack_absorbing([first, second, last_turn], 100)
+    # `second` would show "she bought figurines" twice; its own new turn says the rest.
+    assert kept == [first, last_turn]
+    assert used == 7 + 4
+
+
+def test_no_smaller_item_without_a_quote_or_an_exact_match() -> None:
+    first = Sourced("did you buy anything? she bought figurines", ("d0", "d1"))
+    second = Sourced("she bought figurines and they were cheap", ("d1", "d2"))
+    unquoted = Sourced("prices were low", ("d2",))  # the exchange does not carry this text
+    kept, _ = pack_absorbing([first, second, unquoted], 100)
+    assert kept == [first, second, unquoted]
+    wider = Sourced("and they were cheap", ("d2", "d3"))  # more than what `second` adds
+    kept, _ = pack_absorbing([first, second, wider], 100)
+    assert kept == [first, second, wider]
+
+
+def test_the_smaller_item_must_fit_too() -> None:
+    first = Sourced("did you buy anything? she bought figurines", ("d0", "d1"))
+    second = Sourced("she bought figurines and they were cheap", ("d1", "d2"))
+    last_turn = Sourced("and they were cheap", ("d2",))
+    kept, used = pack_absorbing([first, second, last_turn], 10)  # 3 left, the turn needs 4
+    assert (kept, used) == ([first], 7)
