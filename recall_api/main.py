@@ -61,10 +61,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer)
-        app.state.embedder = await asyncio.to_thread(
-            get_embedder, settings.embedding_model, settings.embedding_batch_size
+        app.state.embedder, _ = await asyncio.gather(
+            asyncio.to_thread(get_embedder, settings.embedding_model, settings.embedding_batch_size),
+            asyncio.to_thread(load_lexicon),
         )
-        await asyncio.to_thread(load_lexicon)
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
         try:
             async with mcp_lifespan(app):

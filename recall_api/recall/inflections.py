@@ -8,18 +8,27 @@ maps a word to its lemmas and each lemma to its inflected forms; the keyword arm
 from __future__ import annotations
 
 from functools import lru_cache
-
-import lemminflect
-from spacy.lang.en.stop_words import STOP_WORDS
+from types import ModuleType
 
 __all__ = ["load_lexicon", "word_forms"]
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> tuple[ModuleType, frozenset[str]]:
+    # Imported on first use, not with the API: lemminflect imports spaCy (~1.5 s), which the
+    # API's start can load next to the embedding model instead of before it.
+    import lemminflect
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return lemminflect, frozenset(STOP_WORDS)
 
 
 @lru_cache(maxsize=8192)
 def word_forms(word: str) -> tuple[str, ...]:
     """The other forms of a lowercase ``word``: its lemmas and all their inflections, in a
     stable order, the word itself left out. Stop words get none: "did" would bring "done"."""
-    if word in STOP_WORDS:
+    lemminflect, stop_words = _lexicon()
+    if word in stop_words:
         return ()
     forms: dict[str, None] = {}
     for lemmas in lemminflect.getAllLemmas(word).values():
@@ -32,5 +41,5 @@ def word_forms(word: str) -> tuple[str, ...]:
 
 
 def load_lexicon() -> None:
-    """Read the lexicon now (about 0.3 s) rather than on the first recall."""
-    lemminflect.getAllLemmas("warm")
+    """Import and read the lexicon now (about 2 s) rather than on the first recall."""
+    _lexicon()[0].getAllLemmas("warm")
