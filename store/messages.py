@@ -98,14 +98,22 @@ async def mark_processed(conn: asyncpg.Connection, ids: Sequence[UUID]) -> int:
 
 
 async def due_for_redelivery(
-    pool: asyncpg.Pool, *, older_than_s: float, after_seq: int = 0, limit: int = 1000
+    pool: asyncpg.Pool | asyncpg.Connection,
+    *,
+    older_than_s: float,
+    unpublished_after_s: float,
+    after_seq: int = 0,
+    limit: int = 1000,
 ) -> list[tuple[int, MessageEvent]]:
-    """Unprocessed entries never published, or published longer ago than the timeout."""
+    """Unprocessed entries published longer ago than ``older_than_s``, or journaled more than
+    ``unpublished_after_s`` ago and not published yet. The second bound leaves the API time
+    to finish the publish it started right after journaling, instead of racing it."""
     rows = await pool.fetch(
         """
         SELECT seq, payload FROM messages
         WHERE processed_at IS NULL AND seq > $3
-          AND (published_at IS NULL OR published_at < now() - make_interval(secs => $1))
+          AND (published_at <= now() - make_interval(secs => $1)
+               OR (published_at IS NULL AND received_at <= now() - make_interval(secs => $4)))
           AND bank_id NOT IN (SELECT id FROM deleted_banks)
         ORDER BY seq
         LIMIT $2
@@ -113,6 +121,7 @@ async def due_for_redelivery(
         older_than_s,
         limit,
         after_seq,
+        unpublished_after_s,
     )
     return [(r["seq"], MessageEvent.model_validate(r["payload"])) for r in rows]
 

@@ -20,7 +20,14 @@ from schemas.events import BankDeleted, FactsEvent, MessageEvent, encode_event
 from store import banks, messages
 from streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
-__all__ = ["PRODUCER_OPTIONS", "PublishedMessage", "Publisher", "create_producer", "send_messages"]
+__all__ = [
+    "PRODUCER_OPTIONS",
+    "PUBLISH_IN_FLIGHT_S",
+    "PublishedMessage",
+    "Publisher",
+    "create_producer",
+    "send_messages",
+]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +40,12 @@ PRODUCER_OPTIONS: dict[str, Any] = {
     "linger_ms": 5,
     "request_timeout_ms": 15000,
 }
+
+
+# A journaled entry not yet marked published is most likely being published right now by the
+# request that journaled it. The sweeper leaves it alone this long (twice the producer's
+# request timeout) before taking over; otherwise a sweep landing mid-publish sends it twice.
+PUBLISH_IN_FLIGHT_S = 2 * PRODUCER_OPTIONS["request_timeout_ms"] / 1000
 
 
 def create_producer(bootstrap: str, **overrides: Any) -> AIOKafkaProducer:
@@ -110,7 +123,11 @@ class Publisher:
         total, cursor = 0, 0
         while True:
             due = await messages.due_for_redelivery(
-                self.pool, older_than_s=older_than_s, after_seq=cursor, limit=limit
+                self.pool,
+                older_than_s=older_than_s,
+                unpublished_after_s=min(older_than_s, PUBLISH_IN_FLIGHT_S),
+                after_seq=cursor,
+                limit=limit,
             )
             if not due:
                 return total
