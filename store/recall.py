@@ -24,7 +24,7 @@ __all__ = [
     "CAUSAL_LINK_TYPES",
     "EXACT_SCAN_MAX_UNITS",
     "RecallFilters",
-    "bank_unit_count",
+    "bank_size_and_ubiquitous_names",
     "compile_filters",
     "event_date",
     "fetch_chunks",
@@ -34,7 +34,6 @@ __all__ = [
     "keyword_search",
     "semantic_search",
     "temporal_search",
-    "ubiquitous_names",
     "unit_entity_names",
 ]
 
@@ -103,27 +102,28 @@ def _order_by_distance(exact: bool) -> str:
     return "(u.embedding <=> $2) + 0" if exact else "u.embedding <=> $2"
 
 
-async def bank_unit_count(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> int:
-    return await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
-
-
-async def ubiquitous_names(
+async def bank_size_and_ubiquitous_names(
     conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, *, min_share: float, min_mentions: int
-) -> list[str]:
-    """Names and aliases of the entities in at least ``min_share`` of the bank's facts (and
-    in at least ``min_mentions``, so a tiny bank does not lose every name)."""
-    rows = await conn.fetch(
+) -> tuple[int, list[str]]:
+    """How many facts the bank holds, and the names and aliases of the entities in at least
+    ``min_share`` of them (and in at least ``min_mentions``, so a tiny bank keeps its names).
+    One round trip: recall needs both before it embeds the query."""
+    row = await conn.fetchrow(
         """
-        SELECT e.canonical_name, e.aliases FROM entities e
-        WHERE e.bank_id = $1
-          AND e.mention_count >= greatest($3::int,
-                $2::float8 * (SELECT count(*) FROM memory_units u WHERE u.bank_id = $1))
+        WITH size AS (SELECT count(*)::int AS n FROM memory_units WHERE bank_id = $1)
+        SELECT size.n AS size,
+               coalesce((SELECT array_agg(name)
+                         FROM entities e, unnest(e.canonical_name || e.aliases) AS name
+                         WHERE e.bank_id = $1
+                           AND e.mention_count >= greatest($3::int, $2::float8 * size.n)),
+                        '{}') AS names
+        FROM size
         """,
         bank_id,
         min_share,
         min_mentions,
     )
-    return [name for r in rows for name in (r["canonical_name"], *r["aliases"])]
+    return row["size"], list(row["names"])
 
 
 async def event_date(

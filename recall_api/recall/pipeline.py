@@ -174,16 +174,11 @@ async def run_recall(
     anchor = event_anchor(req.query) if window is None else None
     arms = cfg.enabled_arms()
     needs_vector = anchor is not None or any(a != "keyword" for a in arms)
-    blending = needs_vector and cfg.query_as_asked_weight < 1.0
-    bank_size, names = await asyncio.gather(
-        sql.bank_unit_count(pool, bank_id),
-        sql.ubiquitous_names(
-            pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=_MIN_UBIQUITOUS_MENTIONS
-        )
-        if blending
-        else asyncio.sleep(0, []),
+    bank_size, names = await sql.bank_size_and_ubiquitous_names(
+        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=_MIN_UBIQUITOUS_MENTIONS
     )
-    without = without_names(req.query, names) if names else None
+    blending = needs_vector and cfg.query_as_asked_weight < 1.0
+    without = without_names(req.query, names) if blending and names else None
     texts = [req.query] if anchor is None else [req.query, anchor.event]
     vectors = await embedder.aencode([*texts, without] if without else texts) if needs_vector else None
     if vectors is not None and without is not None:
