@@ -69,21 +69,24 @@ class _Packer(Generic[T]):
         self.taken: set[int] = set()  # id() of items packed in another's place
         self.used = 0
         self.top_cost: int | None = None
-        self.by_sources: dict[frozenset[str], T] = {}  # best-ranked item made from exactly these
+        # Each item's sources, read once; and the best-ranked item made from exactly a set.
+        self.sources: dict[int, frozenset[str]] = {}
+        self.by_sources: dict[frozenset[str], T] = {}
         if self.sources_of is not None:
             for item in items:
-                self.by_sources.setdefault(frozenset(self.sources_of(item)), item)
+                sources = self.sources[id(item)] = frozenset(self.sources_of(item))
+                self.by_sources.setdefault(sources, item)
 
     def kept(self) -> list[T]:
         return [slot[0] for slot in self.slots if slot is not None]
 
     def offer(self, item: T, remaining: int) -> None:
+        if id(item) in self.taken:  # never the first item: top_cost is still counted below
+            return
         cost = self.count(self.text_of(item))
         if self.top_cost is None:
             self.top_cost = cost
-        if id(item) in self.taken:
-            return
-        sources = frozenset(self.sources_of(item)) if self.sources_of else frozenset()
+        sources = self.sources.get(id(item), frozenset())
         absorbed = self._absorbed(item, sources) if len(sources) > 1 else []
         if absorbed:
             freed = sum(self.slots[i][1] for i in absorbed)  # type: ignore[index]
