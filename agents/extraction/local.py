@@ -1,10 +1,14 @@
-"""Deterministic fact extraction without an LLM: self-contained facts of turns and exchanges.
+"""Deterministic fact extraction without an LLM: self-contained facts of sentences and exchanges.
 
-Each reply also makes an exchange fact (the turn with the turn it answers); a turn with little
-substance of its own (a reaction, a bare question) is remembered only through its exchanges.
+A chat turn is cut into its sentences, each a fact of its own; a sentence with little to say
+(a greeting, a question, "It was so much fun!") travels with its neighbour instead. Short facts
+rank on what they say rather than on the small talk around it, and a token budget holds more
+of them. Each reply also makes an exchange fact: the whole turn with the whole turn it answers,
+which keeps the context a sentence lacks. A turn with little substance of its own (a reaction,
+a bare question) is remembered only through its exchanges. A message without a speaker (a
+document) is kept whole, or cut into groups of sentences when very long, since nothing else
+would give its sentences their context.
 
-A turn is kept whole (only very long turns are cut on sentence boundaries) because dropping a
-sentence loses recall for good, while an over-long fact only costs a little ranking precision.
 What makes the text "self-contained" is resolving what a reader of the isolated fact could not:
 first person becomes the speaker's name, second person the other participant of a two-person
 chunk, and relative dates gain their absolute date in parentheses. Fact ids hash only the bank,
@@ -30,12 +34,14 @@ from agents.extraction.entities import (
     tokens_from_text,
 )
 from agents.extraction.sentences import sentence_spans
-from agents.extraction.substance import carries_substance
+from agents.extraction.substance import carries_substance, content_words
 from schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
 from schemas.ids import stable_id
 
 __all__ = [
     "MAX_FACT_CHARS",
+    "MIN_SENTENCE_CONTENT_WORDS",
+    "MessageFacts",
     "exchange_facts",
     "extract_local",
     "facts_for_message",
@@ -44,6 +50,8 @@ __all__ = [
 ]
 
 MAX_FACT_CHARS = 600
+# A sentence of a turn with fewer content words than this joins the sentence after it.
+MIN_SENTENCE_CONTENT_WORDS = 3
 
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
 _SECOND_PERSON = {"you", "your", "yours", "yourself"}
@@ -57,6 +65,14 @@ _AMBIGUOUS_VERBS = {
 }  # fmt: skip
 _ADVERB_TAGS = {"RB", "RBR", "RBS"}
 _QUANTIFIERS = {"all", "both", "each", "some", "many", "most", "none", "any", "either"}
+
+
+@dataclass(frozen=True)
+class MessageFacts:
+    """One message's own facts, and its whole text rewritten, which its exchanges quote."""
+
+    facts: list[ExtractedFact]
+    text: str
 
 
 @dataclass(frozen=True)
@@ -85,12 +101,12 @@ def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
         # A reaction is remembered inside its exchange only (see substance).
         if message.message_id in in_exchange and not carries_substance(message.content, speakers):
             continue
-        facts.extend(own)
+        facts.extend(own.facts)
     return facts + exchanges
 
 
-def facts_per_message(chunk: ChunkEvent) -> list[list[ExtractedFact]]:
-    """Each message's own facts (one, or one per part of a long turn), before selection."""
+def facts_per_message(chunk: ChunkEvent) -> list[MessageFacts]:
+    """Each message's own facts (one per sentence of a turn), before selection."""
     speakers = speakers_of(chunk.messages)
     nlp = get_nlp()
     texts = [m.content for m in chunk.messages]
@@ -99,22 +115,23 @@ def facts_per_message(chunk: ChunkEvent) -> list[list[ExtractedFact]]:
 
 
 def exchange_facts(
-    messages: Sequence[MessageEvent], per_message: Sequence[Sequence[ExtractedFact]]
+    messages: Sequence[MessageEvent], per_message: Sequence[MessageFacts]
 ) -> list[ExtractedFact]:
     """One fact per reply: a turn with the turn it answers, citing both.
 
     A turn alone often misses what it is about ("Yes, last Friday!"); the exchange keeps
     the question and the answer together, as the extraction principles ask of narrative
     facts. Only consecutive turns of one conversation are paired, and only when the pair
-    stays short; the per-turn facts remain the fine-grained record.
+    stays short; the sentence facts remain the fine-grained record.
     """
     out: list[ExtractedFact] = []
-    for (prev, prev_facts), (cur, cur_facts) in pairwise(zip(messages, per_message, strict=True)):
+    for (prev, prev_own), (cur, cur_own) in pairwise(zip(messages, per_message, strict=True)):
         if not prev.conversation_id or prev.conversation_id != cur.conversation_id:
             continue
+        prev_facts, cur_facts = prev_own.facts, cur_own.facts
         if not prev_facts or not cur_facts or prev.speaker == cur.speaker:
             continue
-        text = " ".join(f.text for f in (*prev_facts, *cur_facts))
+        text = f"{prev_own.text} {cur_own.text}"
         if len(text) > 2 * MAX_FACT_CHARS:
             continue
         dated = next((f for f in (*cur_facts, *prev_facts) if f.occurred_start), None)
@@ -149,7 +166,7 @@ def speakers_of(messages: Sequence[MessageEvent]) -> list[str]:
 
 def facts_for_message(
     message: MessageEvent, speakers: Sequence[str], *, doc: Any | None = None
-) -> list[ExtractedFact]:
+) -> MessageFacts:
     """Facts of one message; ``doc`` is its spaCy doc when the caller batched the pipeline."""
     text = message.content
     reference = message.timestamp or message.received_at
@@ -163,10 +180,10 @@ def facts_for_message(
         mentions = entities_from_doc(doc, known_speakers=known)
     else:
         mentions = find_entities(text, known_speakers=known)
-    facts = []
-    for index, (start, end) in enumerate(_segments(text)):
-        facts.append(_fact(message, turn, start, end, index, mentions))
-    return facts
+    segments = _sentence_groups(text, speakers) if speaker else _segments(text)
+    facts = [_fact(message, turn, start, end, index, mentions) for index, (start, end) in enumerate(segments)]
+    whole = facts[0].text if segments == [(0, len(text))] else _text_and_person(turn, 0, len(text))[0]
+    return MessageFacts(facts, whole)
 
 
 # --------------------------------------------------------------------------- one fact
@@ -180,8 +197,7 @@ def _fact(
     index: int,
     mentions: list[EntityMention],
 ) -> ExtractedFact:
-    body, first_person = _rewrite(turn, start, end)
-    text = _attribute(body, turn) if turn.speaker else body
+    text, first_person = _text_and_person(turn, start, end)
     ranges = [r for r in turn.ranges if start <= r.span[0] < end]
     when = ranges[0] if ranges else None
     return ExtractedFact(
@@ -202,14 +218,35 @@ def _fact(
     )
 
 
+def _text_and_person(turn: _Turn, start: int, end: int) -> tuple[str, bool]:
+    body, first_person = _rewrite(turn, start, end)
+    return (_attribute(body, turn) if turn.speaker else body), first_person
+
+
 def _part_key(message: MessageEvent) -> tuple[str, ...]:
     # A long document arrives in parts (see the segmenter); each part's facts need their own ids.
     part = message.metadata.get("part")
     return (message.message_id,) if part is None else (message.message_id, f"part-{part}")
 
 
+def _sentence_groups(text: str, names: Sequence[str]) -> list[tuple[int, int]]:
+    """Spans of a turn's sentences that have something to say, each with the sentences
+    before it that have not (a greeting, a question); trailing ones join the last."""
+    groups: list[tuple[int, int]] = []
+    lead: int | None = None  # start of the sentences waiting for one with substance
+    spans = sentence_spans(text) or [(0, len(text))]
+    for start, end in spans:
+        lead = start if lead is None else lead
+        if len(content_words(text[start:end], names)) >= MIN_SENTENCE_CONTENT_WORDS:
+            groups.append((lead, end))
+            lead = None
+    if lead is not None:
+        groups[-1:] = [(groups[-1][0] if groups else lead, spans[-1][1])]
+    return groups
+
+
 def _segments(text: str) -> list[tuple[int, int]]:
-    """The whole turn, or groups of whole sentences of at most ~MAX_FACT_CHARS each."""
+    """The whole text, or groups of whole sentences of at most ~MAX_FACT_CHARS each."""
     if len(text) <= MAX_FACT_CHARS:
         return [(0, len(text))]
     groups: list[tuple[int, int]] = []

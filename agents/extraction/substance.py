@@ -39,7 +39,14 @@ def content_words(text: str, names: Iterable[str] = ()) -> list[str]:
     skip = {part.lower() for name in names for part in name.split()}
     statements = (s for s in split_sentences(text) if not s.rstrip().endswith("?"))
     words = (w.removesuffix("'s").strip("'") for s in statements for w in _WORD.findall(s.lower()))
-    return [w for w in words if w not in STOP_WORDS and w not in _FILLER and w not in skip]
+    return [
+        w for w in words if _stem_of_contraction(w) not in STOP_WORDS and w not in _FILLER and w not in skip
+    ]
+
+
+def _stem_of_contraction(word: str) -> str:
+    """A contraction of stop words is no content either: "i'm" -> "i", "didn't" -> "did"."""
+    return word.removesuffix("n't").split("'", 1)[0]
 
 
 def carries_substance(text: str, names: Iterable[str] = ()) -> bool:

@@ -12,8 +12,14 @@ from typing import Any
 
 import pytest
 
-from agents.extraction.local import MAX_FACT_CHARS, extract_local, facts_per_message
-from agents.extraction.substance import carries_substance
+from agents.extraction.local import (
+    MAX_FACT_CHARS,
+    MIN_SENTENCE_CONTENT_WORDS,
+    extract_local,
+    facts_per_message,
+)
+from agents.extraction.sentences import split_sentences
+from agents.extraction.substance import carries_substance, content_words
 from schemas.events import ChunkEvent, ExtractedFact, MessageEvent
 from schemas.ids import stable_id
 
@@ -23,7 +29,7 @@ BANK = "test-bank"
 
 def turn_facts(chunk: ChunkEvent) -> list[ExtractedFact]:
     """Every turn's own facts, before `extract_local` keeps only the turns with substance."""
-    return [f for own in facts_per_message(chunk) for f in own]
+    return [f for own in facts_per_message(chunk) for f in own.facts]
 
 
 def _conversation() -> dict[str, Any]:
@@ -219,12 +225,62 @@ def test_each_reply_also_yields_an_exchange_fact_citing_both_turns() -> None:
     pairs = [(a.message_id, b.message_id) for a, b in itertools.pairwise(messages) if a.speaker != b.speaker]
     assert [tuple(f.source_message_ids) for f in exchanges] == pairs
     assert {f.source_message_ids[0] for f in turns} < {m.message_id for m in messages}
-    by_message = _by_message(turn_facts(_chunk(messages)))
-    first = exchanges[0]
-    a, b = first.source_message_ids
-    assert first.text == " ".join(f.text for f in (*by_message[a], *by_message[b]))
-    assert first.fact_id == stable_id(BANK, "exchange", a, b)
+    whole = {
+        m.message_id: own.text for m, own in zip(messages, facts_per_message(_chunk(messages)), strict=True)
+    }
+    for exchange in exchanges:
+        a, b = exchange.source_message_ids
+        assert exchange.text == f"{whole[a]} {whole[b]}"
+        assert exchange.fact_id == stable_id(BANK, "exchange", a, b)
     # Never across conversations.
     other = messages[1].model_copy(update={"conversation_id": "elsewhere"})
     mixed = extract_local(_chunk([messages[0], other]))
     assert not [f for f in mixed if f.metadata.get("unit") == "exchange"]
+
+
+def _turn(content: str, message_id: str = "X:2") -> MessageEvent:
+    base = _messages(_conversation(), 1)[2]  # Caroline, 8 May 2023
+    return base.model_copy(update={"content": content, "message_id": message_id})
+
+
+def test_a_turn_is_cut_into_its_sentences_with_small_talk_joining_a_neighbour() -> None:
+    content = (
+        "Hey Mel! Guess what? I adopted a puppy named Toby last week. "
+        "My sister lives in Boston with two cats. I got promoted at work today! So happy!"
+    )
+    (own,) = facts_per_message(_chunk([_turn(content)]))
+    texts = [f.text for f in own.facts]
+    assert texts == [
+        "Hey Mel! Guess what? Caroline adopted a puppy named Toby last week (1-7 May 2023).",
+        "Caroline's sister lives in Boston with two cats.",
+        "Caroline got promoted at work today (8 May 2023)! So happy!",
+    ]
+    assert [f.fact_id for f in own.facts] == [stable_id(BANK, "fact", "X:2", i) for i in range(3)]
+    assert all(f.source_message_ids == ["X:2"] for f in own.facts)
+    assert own.facts[0].occurred_start == datetime(2023, 5, 1, tzinfo=UTC)
+    assert own.facts[2].occurred_start == datetime(2023, 5, 8, tzinfo=UTC)
+    assert "Boston" in {e.name for e in own.facts[1].entities}
+    assert "Toby" not in {e.name for e in own.facts[1].entities}  # each sentence its own names
+    # The whole turn, for the exchanges, says everything once.
+    assert own.text == " ".join(texts)
+
+
+def test_a_turn_without_a_sentence_of_substance_stays_whole() -> None:
+    (own,) = facts_per_message(_chunk([_turn("Wow, thanks! Really? That is so cool!")]))
+    (fact,) = own.facts
+    assert fact.text == "Caroline said: Wow, thanks! Really? That is so cool!"
+    assert own.text == fact.text
+
+
+def test_every_sentence_of_conv_26_lands_in_exactly_one_fact_of_its_turn() -> None:
+    conv = _conversation()
+    speakers = [conv["speaker_a"], conv["speaker_b"]]
+    for session in _sessions(conv)[:4]:
+        messages = _messages(conv, session)
+        for message, own in zip(messages, facts_per_message(_chunk(messages)), strict=True):
+            pieces = [len(split_sentences(f.text)) for f in own.facts]
+            assert sum(pieces) == len(split_sentences(message.content)), message.content
+            if len(own.facts) > 1:  # a fact of its own says something
+                assert all(
+                    len(content_words(f.text, speakers)) >= MIN_SENTENCE_CONTENT_WORDS for f in own.facts
+                )

@@ -39,3 +39,10 @@ def test_content_words_skip_questions_names_stop_words_and_filler() -> None:
     words = content_words("Wow, Melanie! Melanie's pottery class sounds great. Did you enjoy it?", NAMES)
     assert words == ["pottery", "class"]
     assert len(content_words("one two three four", ())) < MIN_CONTENT_WORDS  # numbers are stop words
+
+
+def test_contractions_of_stop_words_are_not_content() -> None:
+    words = content_words(
+        "I'm super thankful. We've been there, didn't we? Don't worry, that's Mel's dog.", NAMES
+    )
+    assert words == ["super", "thankful", "worry", "mel", "dog"]
