@@ -40,7 +40,7 @@ _WORD = re.compile(r"\w+")
 @dataclass(frozen=True, slots=True)
 class ArmContext:
     bank_id: str
-    query: str
+    keyword_text: str  # the question, less the bank's ubiquitous names (see query_vector)
     embedding: np.ndarray | None
     filters: sql.RecallFilters
     limit: int
@@ -108,7 +108,7 @@ async def semantic_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
 
 
 async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
-    or_query = keyword_or_query(ctx.query)
+    or_query = keyword_or_query(ctx.keyword_text)
     if not or_query:
         return ArmResult("keyword", [], note="no terms")
     rows = await sql.keyword_search(

@@ -56,6 +56,9 @@ class RecallConfig(BaseModel):
     # names in at least `ubiquitous_share` of the bank's facts: 1.0 = the question as asked.
     query_as_asked_weight: float = Field(default=0.5, gt=0.0, le=1.0)
     ubiquitous_share: float = Field(default=0.25, gt=0.0, le=1.0)
+    # BM25 here counts document frequency over the matching facts only, so a ubiquitous name
+    # makes nearly the whole bank a candidate without telling any of it apart: leave it out.
+    keyword_without_names: bool = True
 
     rerank: bool = True
     rerank_batch_size: int = Field(default=32, ge=1)
@@ -112,8 +115,8 @@ PRESETS: dict[str, RecallConfig] = {
     "no-rerank": RecallConfig(rerank=False),
     # Plain ranking: no MMR, and facts repeating already-shown sources keep their place.
     "no-diversity": RecallConfig(diversify_sources=False, mmr_weight=1.0),
-    # The query vector is the question as asked, names in most facts included.
-    "no-name-blend": RecallConfig(query_as_asked_weight=1.0),
+    # Names in most facts count like any word: in the query vector and in the keyword query.
+    "no-name-blend": RecallConfig(query_as_asked_weight=1.0, keyword_without_names=False),
     # Dense-vector baseline with the reranker on top.
     "semantic-only": _only("semantic"),
     # Lexical baseline with the reranker on top.

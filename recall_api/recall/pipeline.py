@@ -21,7 +21,7 @@ from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from recall_api.recall.packing import pack_by_tokens
-from recall_api.recall.query_vector import blend, without_names
+from recall_api.recall.query_vector import blend, strip_names, without_names
 from recall_api.recall.results import attach_includes, build_result, build_trace
 from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
 from schemas.api import ConsistencyToken
@@ -190,7 +190,7 @@ async def run_recall(
 
     ctx = ArmContext(
         bank_id=bank_id,
-        query=req.query,
+        keyword_text=strip_names(req.query, names) if cfg.keyword_without_names else req.query,
         embedding=None if vectors is None else vectors[0],
         filters=_filters(req),
         limit=limit,

@@ -16,18 +16,24 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["blend", "without_names"]
+__all__ = ["blend", "strip_names", "without_names"]
 
 _SPACES = re.compile(r"\s+")
 
 
-def without_names(query: str, names: Iterable[str]) -> str | None:
-    """``query`` with each name (and its possessive) taken out, or None when no name is in
-    it or nothing would be left but punctuation."""
+def strip_names(query: str, names: Iterable[str]) -> str:
+    """``query`` with each name (and its possessive) taken out and spaces tidied; it may be
+    the query unchanged, or nothing but punctuation."""
     stripped = query
     for name in sorted({n for n in names if n.strip()}, key=len, reverse=True):  # "Mel" after "Melanie"
         stripped = re.sub(rf"\b{re.escape(name)}(?:['’]s)?\b", " ", stripped, flags=re.IGNORECASE)
-    stripped = _SPACES.sub(" ", stripped).strip()
+    return _SPACES.sub(" ", stripped).strip()
+
+
+def without_names(query: str, names: Iterable[str]) -> str | None:
+    """The query without ``names`` for embedding, or None when no name is in it or nothing
+    would be left but punctuation."""
+    stripped = strip_names(query, names)
     if stripped == _SPACES.sub(" ", query).strip() or not any(c.isalnum() for c in stripped):
         return None
     return stripped

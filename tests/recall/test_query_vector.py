@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recall_api.recall.query_vector import blend, without_names
+from recall_api.recall.query_vector import blend, strip_names, without_names
 
 
 @pytest.mark.parametrize(
@@ -23,6 +23,18 @@ from recall_api.recall.query_vector import blend, without_names
 )
 def test_without_names(query: str, names: list[str], expected: str | None) -> None:
     assert without_names(query, names) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What has Melanie bought?", "What has bought?"),
+        ("What did Jon buy?", "What did Jon buy?"),  # no name in it: unchanged
+        ("Melanie's?", "?"),  # the keyword query then finds no word to search for
+    ],
+)
+def test_strip_names_for_the_keyword_query(query: str, expected: str) -> None:
+    assert strip_names(query, ["Melanie"]) == expected
 
 
 def test_blend_is_a_unit_vector_between_the_two() -> None:

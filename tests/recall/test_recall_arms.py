@@ -43,7 +43,7 @@ async def arm(
 ) -> ArmResult:
     ctx = ArmContext(
         bank_id=bank,
-        query=query,
+        keyword_text=query,
         embedding=embed([query])[0],
         filters=RecallFilters(**filters),  # type: ignore[arg-type]
         limit=limit,
@@ -202,7 +202,7 @@ async def test_semantic_index_path_and_fallback(
     query = "What is Bob's expertise in AI?"
     ctx = ArmContext(
         bank_id=bank,
-        query=query,
+        keyword_text=query,
         embedding=embed([query])[0],
         filters=RecallFilters(),
         limit=100,

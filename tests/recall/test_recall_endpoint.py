@@ -289,6 +289,27 @@ async def test_a_name_in_most_facts_weighs_half_in_the_query_vector(
     assert blended > as_asked  # the purchase gains on the fact that only repeats her name
 
 
+async def test_the_keyword_arm_leaves_out_a_name_in_most_facts(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    bought = Unit("Melanie said to Caroline: I bought two figurines at the flea market.")
+    chatter = [Unit(f"Melanie said to Caroline: note {i} about the weather.") for i in range(11)]
+    await insert_units(db, bank, [bought, *chatter])
+    await insert_entity(db, bank, "Melanie", [u.id for u in [bought, *chatter]])
+
+    def keyword(query: str, preset: str) -> tuple[str, list[str]]:
+        arm = recall(api, bank, query, preset=preset, trace=True)["trace"]["arms"]["keyword"]
+        return arm["note"], [c["id"] for c in arm["candidates"]]
+
+    note, found = keyword("What has Melanie bought?", "default")
+    assert "melanie" not in note.split(" or ")
+    assert found == [str(bought.id)]  # the chatter only shares her name
+    note, found = keyword("What has Melanie bought?", "no-name-blend")
+    assert "melanie" in note.split(" or ")
+    assert found[0] == str(bought.id) and len(found) == 12
+    assert keyword("Melanie's?", "default")[1] == []  # nothing left to search for, and no error
+
+
 async def test_a_small_bank_keeps_its_names(db: asyncpg.Pool, api: httpx.Client, bank: str) -> None:
     units = [Unit(f"Melanie went hiking on trail {i}.") for i in range(3)]
     await insert_units(db, bank, units)
