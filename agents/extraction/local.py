@@ -3,9 +3,10 @@
 A chat turn is cut into its sentences, each a fact of its own; a sentence with little to say
 (a greeting, a question, "It was so much fun!") travels with its neighbour instead. Short facts
 rank on what they say rather than on the small talk around it, and a token budget holds more
-of them. Each reply also makes an exchange fact: the whole turn with the whole turn it answers,
-which keeps the context a sentence lacks. A turn with little substance of its own (a reaction,
-a bare question) is remembered only through its exchanges. A message without a speaker (a
+of them. Each reply also makes an exchange fact: how the reply opens, with how the turn it
+answers closes (usually the question), which gives an answer like "Yes, last Friday!" the
+context it lacks alone. A turn with little substance of its own (a reaction, a bare question)
+is remembered only through its exchanges. A message without a speaker (a
 document) is kept whole, or cut into groups of sentences when very long, since nothing else
 would give its sentences their context.
 
@@ -41,7 +42,6 @@ from schemas.ids import stable_id
 __all__ = [
     "MAX_FACT_CHARS",
     "MIN_SENTENCE_CONTENT_WORDS",
-    "MessageFacts",
     "exchange_facts",
     "extract_local",
     "facts_for_message",
@@ -65,14 +65,8 @@ _AMBIGUOUS_VERBS = {
 }  # fmt: skip
 _ADVERB_TAGS = {"RB", "RBR", "RBS"}
 _QUANTIFIERS = {"all", "both", "each", "some", "many", "most", "none", "any", "either"}
-
-
-@dataclass(frozen=True)
-class MessageFacts:
-    """One message's own facts, and its whole text rewritten, which its exchanges quote."""
-
-    facts: list[ExtractedFact]
-    text: str
+# Auxiliaries that keep the verb after their subject bare: "did you have" -> "did Melanie have".
+_BARE_AFTER = {"did", "does", "can", "could", "will", "would", "should", "shall", "may", "might", "must"}
 
 
 @dataclass(frozen=True)
@@ -101,11 +95,11 @@ def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
         # A reaction is remembered inside its exchange only (see substance).
         if message.message_id in in_exchange and not carries_substance(message.content, speakers):
             continue
-        facts.extend(own.facts)
+        facts.extend(own)
     return facts + exchanges
 
 
-def facts_per_message(chunk: ChunkEvent) -> list[MessageFacts]:
+def facts_per_message(chunk: ChunkEvent) -> list[list[ExtractedFact]]:
     """Each message's own facts (one per sentence of a turn), before selection."""
     speakers = speakers_of(chunk.messages)
     nlp = get_nlp()
@@ -115,26 +109,28 @@ def facts_per_message(chunk: ChunkEvent) -> list[MessageFacts]:
 
 
 def exchange_facts(
-    messages: Sequence[MessageEvent], per_message: Sequence[MessageFacts]
+    messages: Sequence[MessageEvent], per_message: Sequence[Sequence[ExtractedFact]]
 ) -> list[ExtractedFact]:
-    """One fact per reply: a turn with the turn it answers, citing both.
+    """One fact per reply: the reply's first fact after the last fact of the turn it
+    answers, citing both turns.
 
     A turn alone often misses what it is about ("Yes, last Friday!"); the exchange keeps
     the question and the answer together, as the extraction principles ask of narrative
-    facts. Only consecutive turns of one conversation are paired, and only when the pair
-    stays short; the sentence facts remain the fine-grained record.
+    facts. Only the meeting point of the two turns is repeated: the rest of each turn is in
+    its own sentence facts, and whole turns twice over would fill a token budget with text
+    already shown. Only consecutive turns of one conversation are paired.
     """
     out: list[ExtractedFact] = []
-    for (prev, prev_own), (cur, cur_own) in pairwise(zip(messages, per_message, strict=True)):
+    for (prev, prev_facts), (cur, cur_facts) in pairwise(zip(messages, per_message, strict=True)):
         if not prev.conversation_id or prev.conversation_id != cur.conversation_id:
             continue
-        prev_facts, cur_facts = prev_own.facts, cur_own.facts
         if not prev_facts or not cur_facts or prev.speaker == cur.speaker:
             continue
-        text = f"{prev_own.text} {cur_own.text}"
+        parts = (prev_facts[-1], cur_facts[0])
+        text = " ".join(f.text for f in parts)
         if len(text) > 2 * MAX_FACT_CHARS:
             continue
-        dated = next((f for f in (*cur_facts, *prev_facts) if f.occurred_start), None)
+        dated = next((f for f in reversed(parts) if f.occurred_start), None)
         out.append(
             ExtractedFact(
                 fact_id=stable_id(cur.bank_id, "exchange", prev.message_id, cur.message_id),
@@ -143,7 +139,7 @@ def exchange_facts(
                 occurred_start=dated.occurred_start if dated else None,
                 occurred_end=dated.occurred_end if dated else None,
                 mentioned_at=cur.timestamp,
-                entities=merge_mentions([e for f in (*prev_facts, *cur_facts) for e in f.entities]),
+                entities=merge_mentions([e for f in parts for e in f.entities]),
                 source_message_ids=[prev.message_id, cur.message_id],
                 context=cur.context,
                 document_id=cur.document_id,
@@ -166,7 +162,7 @@ def speakers_of(messages: Sequence[MessageEvent]) -> list[str]:
 
 def facts_for_message(
     message: MessageEvent, speakers: Sequence[str], *, doc: Any | None = None
-) -> MessageFacts:
+) -> list[ExtractedFact]:
     """Facts of one message; ``doc`` is its spaCy doc when the caller batched the pipeline."""
     text = message.content
     reference = message.timestamp or message.received_at
@@ -181,9 +177,7 @@ def facts_for_message(
     else:
         mentions = find_entities(text, known_speakers=known)
     segments = _sentence_groups(text, speakers) if speaker else _segments(text)
-    facts = [_fact(message, turn, start, end, index, mentions) for index, (start, end) in enumerate(segments)]
-    whole = facts[0].text if segments == [(0, len(text))] else _text_and_person(turn, 0, len(text))[0]
-    return MessageFacts(facts, whole)
+    return [_fact(message, turn, start, end, index, mentions) for index, (start, end) in enumerate(segments)]
 
 
 # --------------------------------------------------------------------------- one fact
@@ -197,7 +191,8 @@ def _fact(
     index: int,
     mentions: list[EntityMention],
 ) -> ExtractedFact:
-    text, first_person = _text_and_person(turn, start, end)
+    body, first_person = _rewrite(turn, start, end)
+    text = _attribute(body, turn) if turn.speaker else body
     ranges = [r for r in turn.ranges if start <= r.span[0] < end]
     when = ranges[0] if ranges else None
     return ExtractedFact(
@@ -216,11 +211,6 @@ def _fact(
         metadata=_metadata(message),
         embedding=None,
     )
-
-
-def _text_and_person(turn: _Turn, start: int, end: int) -> tuple[str, bool]:
-    body, first_person = _rewrite(turn, start, end)
-    return (_attribute(body, turn) if turn.speaker else body), first_person
 
 
 def _part_key(message: MessageEvent) -> tuple[str, ...]:
@@ -377,6 +367,8 @@ def _agree(tokens: list[Token], words: list[str], subject: int) -> None:
     inverted = prev >= 0 and _norm(tokens[prev].text) in ("am", "are", "were", "have", "do")
     if inverted:  # "are you ok?", "what kind of jobs are you thinking of?"
         words[prev] = _match_case(_AUX_3RD[_norm(tokens[prev].text)], tokens[prev].text)
+        return
+    if prev >= 0 and _norm(tokens[prev].text) in _BARE_AFTER:
         return
     j = subject + 1
     while j < len(tokens) and tokens[j].tag in _ADVERB_TAGS and j - subject <= 2:

@@ -29,7 +29,7 @@ BANK = "test-bank"
 
 def turn_facts(chunk: ChunkEvent) -> list[ExtractedFact]:
     """Every turn's own facts, before `extract_local` keeps only the turns with substance."""
-    return [f for own in facts_per_message(chunk) for f in own.facts]
+    return [f for own in facts_per_message(chunk) for f in own]
 
 
 def _conversation() -> dict[str, Any]:
@@ -225,12 +225,10 @@ def test_each_reply_also_yields_an_exchange_fact_citing_both_turns() -> None:
     pairs = [(a.message_id, b.message_id) for a, b in itertools.pairwise(messages) if a.speaker != b.speaker]
     assert [tuple(f.source_message_ids) for f in exchanges] == pairs
     assert {f.source_message_ids[0] for f in turns} < {m.message_id for m in messages}
-    whole = {
-        m.message_id: own.text for m, own in zip(messages, facts_per_message(_chunk(messages)), strict=True)
-    }
+    by_message = _by_message(turn_facts(_chunk(messages)))
     for exchange in exchanges:
         a, b = exchange.source_message_ids
-        assert exchange.text == f"{whole[a]} {whole[b]}"
+        assert exchange.text == f"{by_message[a][-1].text} {by_message[b][0].text}"  # where they meet
         assert exchange.fact_id == stable_id(BANK, "exchange", a, b)
     # Never across conversations.
     other = messages[1].model_copy(update={"conversation_id": "elsewhere"})
@@ -249,27 +247,24 @@ def test_a_turn_is_cut_into_its_sentences_with_small_talk_joining_a_neighbour() 
         "My sister lives in Boston with two cats. I got promoted at work today! So happy!"
     )
     (own,) = facts_per_message(_chunk([_turn(content)]))
-    texts = [f.text for f in own.facts]
+    texts = [f.text for f in own]
     assert texts == [
         "Hey Mel! Guess what? Caroline adopted a puppy named Toby last week (1-7 May 2023).",
         "Caroline's sister lives in Boston with two cats.",
         "Caroline got promoted at work today (8 May 2023)! So happy!",
     ]
-    assert [f.fact_id for f in own.facts] == [stable_id(BANK, "fact", "X:2", i) for i in range(3)]
-    assert all(f.source_message_ids == ["X:2"] for f in own.facts)
-    assert own.facts[0].occurred_start == datetime(2023, 5, 1, tzinfo=UTC)
-    assert own.facts[2].occurred_start == datetime(2023, 5, 8, tzinfo=UTC)
-    assert "Boston" in {e.name for e in own.facts[1].entities}
-    assert "Toby" not in {e.name for e in own.facts[1].entities}  # each sentence its own names
-    # The whole turn, for the exchanges, says everything once.
-    assert own.text == " ".join(texts)
+    assert [f.fact_id for f in own] == [stable_id(BANK, "fact", "X:2", i) for i in range(3)]
+    assert all(f.source_message_ids == ["X:2"] for f in own)
+    assert own[0].occurred_start == datetime(2023, 5, 1, tzinfo=UTC)
+    assert own[2].occurred_start == datetime(2023, 5, 8, tzinfo=UTC)
+    assert "Boston" in {e.name for e in own[1].entities}
+    assert "Toby" not in {e.name for e in own[1].entities}  # each sentence its own names
 
 
 def test_a_turn_without_a_sentence_of_substance_stays_whole() -> None:
     (own,) = facts_per_message(_chunk([_turn("Wow, thanks! Really? That is so cool!")]))
-    (fact,) = own.facts
+    (fact,) = own
     assert fact.text == "Caroline said: Wow, thanks! Really? That is so cool!"
-    assert own.text == fact.text
 
 
 def test_every_sentence_of_conv_26_lands_in_exactly_one_fact_of_its_turn() -> None:
@@ -278,9 +273,38 @@ def test_every_sentence_of_conv_26_lands_in_exactly_one_fact_of_its_turn() -> No
     for session in _sessions(conv)[:4]:
         messages = _messages(conv, session)
         for message, own in zip(messages, facts_per_message(_chunk(messages)), strict=True):
-            pieces = [len(split_sentences(f.text)) for f in own.facts]
+            pieces = [len(split_sentences(f.text)) for f in own]
             assert sum(pieces) == len(split_sentences(message.content)), message.content
-            if len(own.facts) > 1:  # a fact of its own says something
-                assert all(
-                    len(content_words(f.text, speakers)) >= MIN_SENTENCE_CONTENT_WORDS for f in own.facts
-                )
+            if len(own) > 1:  # a fact of its own says something
+                assert all(len(content_words(f.text, speakers)) >= MIN_SENTENCE_CONTENT_WORDS for f in own)
+
+
+def test_a_verb_after_did_or_a_modal_stays_bare() -> None:
+    conv = _messages(_conversation(), 1)
+    melanie = conv[3].model_copy(update={"content": "Did you have fun? Can you send it? Do you paint?"})
+    (fact,) = facts_per_message(_chunk([conv[2], melanie]))[1]
+    assert "Did Caroline have fun? Can Caroline send it? Does Caroline paint?" in fact.text
+
+
+def test_an_exchange_is_where_two_turns_meet() -> None:
+    asked = _turn(
+        "I painted a sunset over the lake yesterday. I adopted a puppy named Toby last week. "
+        "Did you ever have a dog?",
+        "X:1",
+    )
+    answer = _turn(
+        "Yes, a beagle called Max when I was a kid. I paint landscapes every weekend now.", "X:2"
+    ).model_copy(update={"speaker": "Melanie"})
+    facts = extract_local(_chunk([asked, answer]))
+    (exchange,) = [f for f in facts if f.metadata["unit"] == "exchange"]
+    assert exchange.text == (
+        "Caroline adopted a puppy named Toby last week (1-7 May 2023). Did Melanie ever have a dog? "
+        "Yes, a beagle called Max when Melanie was a kid."
+    )
+    assert exchange.source_message_ids == ["X:1", "X:2"]
+    assert exchange.occurred_start == datetime(2023, 5, 1, tzinfo=UTC)  # from the part it quotes
+    # The rest of each turn is in its own facts only.
+    assert [f.text for f in facts if "sunset" in f.text or "landscapes" in f.text] == [
+        "Caroline painted a sunset over the lake yesterday (7 May 2023).",
+        "Melanie paints landscapes every weekend now.",
+    ]
