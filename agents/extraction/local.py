@@ -6,9 +6,9 @@ rank on what they say rather than on the small talk around it, and a token budge
 of them. Each reply also makes an exchange fact: how the reply opens, with how the turn it
 answers closes (usually the question), which gives an answer like "Yes, last Friday!" the
 context it lacks alone. A turn with little substance of its own (a reaction, a bare question)
-is remembered only through its exchanges. A message without a speaker (a
-document) is kept whole, or cut into groups of sentences when very long, since nothing else
-would give its sentences their context.
+is remembered only through its exchanges. A message without a speaker (a document) is kept
+whole, or cut into groups of sentences when very long, since nothing else would give its
+sentences their context.
 
 What makes the text "self-contained" is resolving what a reader of the isolated fact could not:
 first person becomes the speaker's name, second person the other participant of a two-person

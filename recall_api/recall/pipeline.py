@@ -21,7 +21,7 @@ from recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from recall_api.recall.packing import pack_by_tokens
-from recall_api.recall.query_vector import blend, strip_names, without_names
+from recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from recall_api.recall.results import attach_includes, build_result, build_trace
 from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
 from schemas.api import ConsistencyToken
@@ -177,8 +177,9 @@ async def run_recall(
     bank_size, names = await sql.bank_size_and_ubiquitous_names(
         pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=_MIN_UBIQUITOUS_MENTIONS
     )
+    stripped = strip_names(req.query, names) if names else req.query  # once, for both uses
     blending = needs_vector and cfg.query_as_asked_weight < 1.0
-    without = without_names(req.query, names) if blending and names else None
+    without = worth_embedding(req.query, stripped) if blending and names else None
     texts = [req.query] if anchor is None else [req.query, anchor.event]
     vectors = await embedder.aencode([*texts, without] if without else texts) if needs_vector else None
     if vectors is not None and without is not None:
@@ -190,7 +191,7 @@ async def run_recall(
 
     ctx = ArmContext(
         bank_id=bank_id,
-        keyword_text=strip_names(req.query, names) if cfg.keyword_without_names else req.query,
+        keyword_text=stripped if cfg.keyword_without_names else req.query,
         embedding=None if vectors is None else vectors[0],
         filters=_filters(req),
         limit=limit,

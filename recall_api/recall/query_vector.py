@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["blend", "strip_names", "without_names"]
+__all__ = ["blend", "strip_names", "without_names", "worth_embedding"]
 
 _SPACES = re.compile(r"\s+")
 
@@ -33,7 +33,12 @@ def strip_names(query: str, names: Iterable[str]) -> str:
 def without_names(query: str, names: Iterable[str]) -> str | None:
     """The query without ``names`` for embedding, or None when no name is in it or nothing
     would be left but punctuation."""
-    stripped = strip_names(query, names)
+    return worth_embedding(query, strip_names(query, names))
+
+
+def worth_embedding(query: str, stripped: str) -> str | None:
+    """``stripped`` (``query`` after `strip_names`) when it differs from the query and still
+    asks something, else None: for a caller that already stripped the names."""
     if stripped == _SPACES.sub(" ", query).strip() or not any(c.isalnum() for c in stripped):
         return None
     return stripped
