@@ -3,6 +3,7 @@ WORKDIR /app
 # CPU-only torch first: an unpinned torch would pull a multi-GB CUDA build.
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
+# The design card's folders; they install under one namespace (tempr.agents, tempr.store, ...).
 COPY tempr tempr
 COPY streams streams
 COPY agents agents

@@ -20,16 +20,23 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from agents.prompts import consolidate_observations as prompt
-from inference.embeddings import Embedder
-from inference.llm import LLMClient
-from schemas.events import EntityMention, ExtractedFact, FactsEvent, GraphEvent, decode_event, encode_event
-from schemas.ids import stable_id, text_key
-from store import banks, observations
-from store.banks import to_bank
-from streams.dead_letters import send_dead_letter
-from streams.topics import bank_key
+from tempr.agents.prompts import consolidate_observations as prompt
 from tempr.errors import InvalidEvent, UpstreamLLMError
+from tempr.inference.embeddings import Embedder
+from tempr.inference.llm import LLMClient
+from tempr.schemas.events import (
+    EntityMention,
+    ExtractedFact,
+    FactsEvent,
+    GraphEvent,
+    decode_event,
+    encode_event,
+)
+from tempr.schemas.ids import stable_id, text_key
+from tempr.store import banks, observations
+from tempr.store.banks import to_bank
+from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.topics import bank_key
 
 __all__ = ["MIN_FACTS", "SAME_OBSERVATION_COSINE", "consolidate_entity", "register"]
 

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from schemas.events import ChunkEvent, ExtractedFact, FactsEvent, decode_event, encode_event
-from streams.dead_letters import send_dead_letter
-from streams.topics import bank_key
 from tempr.errors import InvalidEvent, UpstreamLLMError
+from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, decode_event, encode_event
+from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.topics import bank_key
 
 __all__ = ["Extractor", "chunk_text", "embedding_text", "facts_event", "register"]
 
@@ -52,10 +52,10 @@ async def embed_facts(embedder: Any, facts: Sequence[ExtractedFact]) -> None:
 
 
 def choose_extractor(ctx: Any) -> Extractor:
-    from agents.extraction.local import extract_local
+    from tempr.agents.extraction.local import extract_local
 
     if ctx.settings.llm_configured:
-        from agents.extraction.llm import extract_with_llm
+        from tempr.agents.extraction.llm import extract_with_llm
 
         async def with_llm(chunk: ChunkEvent) -> list[ExtractedFact]:
             return await extract_with_llm(chunk, ctx.llm)

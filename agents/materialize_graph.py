@@ -13,10 +13,10 @@ from typing import Any
 
 import asyncpg
 
-from schemas.events import GraphEvent, OpinionUpdate, decode_event
-from store import banks, entities, links, memories, messages, opinions, watermarks
-from streams.dead_letters import send_dead_letter
 from tempr.errors import InvalidEvent
+from tempr.schemas.events import GraphEvent, OpinionUpdate, decode_event
+from tempr.store import banks, entities, links, memories, messages, opinions, watermarks
+from tempr.streams.dead_letters import send_dead_letter
 
 __all__ = ["NEAR_DUPLICATE_COSINE", "apply_event", "apply_graph_event", "register"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from schemas.events import DeadLetter, decode_event
-from store.dead_letters import record_dead_letter
-from streams.dead_letters import dead_letter_for
 from tempr.errors import InvalidEvent
+from tempr.schemas.events import DeadLetter, decode_event
+from tempr.store.dead_letters import record_dead_letter
+from tempr.streams.dead_letters import dead_letter_for
 
 __all__ = ["register"]
 

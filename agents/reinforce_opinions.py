@@ -16,17 +16,17 @@ from uuid import UUID
 
 import asyncpg
 
-from agents.prompts import evaluate_opinion
-from inference.embeddings import Embedder
-from inference.llm import LLMClient
-from schemas.banks import Bank
-from schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, decode_event, encode_event
-from schemas.ids import stable_id
-from store import banks, opinions
-from store.banks import to_bank
-from streams.dead_letters import send_dead_letter
-from streams.topics import bank_key
+from tempr.agents.prompts import evaluate_opinion
 from tempr.errors import InvalidEvent, UpstreamLLMError
+from tempr.inference.embeddings import Embedder
+from tempr.inference.llm import LLMClient
+from tempr.schemas.banks import Bank
+from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, decode_event, encode_event
+from tempr.schemas.ids import stable_id
+from tempr.store import banks, opinions
+from tempr.store.banks import to_bank
+from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.topics import bank_key
 
 __all__ = ["CONFIDENCE_STEP", "EVIDENCE_KINDS", "evaluate_bank", "register"]
 

@@ -15,23 +15,23 @@ from uuid import UUID
 
 import asyncpg
 
-from agents.resolution.entities import KnownEntity, Resolution
-from agents.resolution.graph_update import (
+from tempr.agents.resolution.entities import KnownEntity, Resolution
+from tempr.agents.resolution.graph_update import (
     ResolvedFacts,
     borderline_merges,
     fact_time,
     link_facts,
     resolve_facts,
 )
-from agents.resolution.links import FactPoint
-from agents.resolution.llm_judge import judge_borderline, pair_key
-from inference.llm import LLMClient
-from schemas.events import FactsEvent, GraphEvent, decode_event, encode_event
-from store import entities as entity_store
-from store import graph_context
-from streams.dead_letters import send_dead_letter
-from streams.topics import bank_key
+from tempr.agents.resolution.links import FactPoint
+from tempr.agents.resolution.llm_judge import judge_borderline, pair_key
 from tempr.errors import InvalidEvent
+from tempr.inference.llm import LLMClient
+from tempr.schemas.events import FactsEvent, GraphEvent, decode_event, encode_event
+from tempr.store import entities as entity_store
+from tempr.store import graph_context
+from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.topics import bank_key
 
 __all__ = ["register", "resolve_bank_batch"]
 

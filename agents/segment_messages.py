@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.extraction.sentences import sentence_spans
-from schemas.events import (
+from tempr.agents.extraction.sentences import sentence_spans
+from tempr.errors import InvalidEvent
+from tempr.schemas.events import (
     BankDeleted,
     ChunkEvent,
     EndOfConversation,
@@ -22,11 +23,10 @@ from schemas.events import (
     decode_event,
     encode_event,
 )
-from schemas.ids import stable_id
-from store import banks, messages
-from streams.dead_letters import send_dead_letter
-from streams.topics import conversation_key
-from tempr.errors import InvalidEvent
+from tempr.schemas.ids import stable_id
+from tempr.store import banks, messages
+from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.topics import conversation_key
 
 __all__ = ["PendingChunk", "Segmenter", "register"]
 

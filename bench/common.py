@@ -173,7 +173,7 @@ def embedded_settings(data_dir: Path, **overrides: Any) -> Settings:
 
 def start_supervisor(settings: Settings, *, timeout: float = 300.0) -> Any:
     """Start everything like `tempr up` does; returns the running Supervisor."""
-    from streams.runtime import Supervisor
+    from tempr.streams.runtime import Supervisor
 
     supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]· {msg}[/dim]"))
     try:

@@ -40,8 +40,8 @@ from bench.common import (
     wait_until_materialized,
     write_json,
 )
-from inference.tokens import count_tokens
 from tempr.conversations import parse_locomo_date, read_conversations
+from tempr.inference.tokens import count_tokens
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 DATA_DIR = REPO.parent / "shared" / "data" / "locomo"
@@ -406,7 +406,7 @@ def _run_baselines(run: Run, sample: Sample, questions: Sequence[Question]) -> N
     if "bm25" in run.systems:
         run.add("bm25", run_baseline(BM25Ranker([t.text for t in sample.turns]), sample, questions))
     if "dense" in run.systems:
-        from inference.embeddings import get_embedder
+        from tempr.inference.embeddings import get_embedder
 
         embedder = get_embedder(PACKAGED_EMBEDDING_MODEL)
         started = time.perf_counter()

@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from recall_api.recall.scoring import sigmoid_normalize, synthetic_scores, synthetic_scores_from_fused
+from tempr.recall_api.recall.scoring import sigmoid_normalize, synthetic_scores, synthetic_scores_from_fused
 
 __all__ = [
     "RERANK_BATCH_SIZE",

@@ -6,12 +6,12 @@ import logging
 
 import asyncpg
 
-from agents.prompts import merge_background as merge_prompt
-from inference.llm import LLMClient
-from schemas.banks import Bank
-from store import banks
-from store.banks import to_bank
+from tempr.agents.prompts import merge_background as merge_prompt
 from tempr.errors import NotFound
+from tempr.inference.llm import LLMClient
+from tempr.schemas.banks import Bank
+from tempr.store import banks
+from tempr.store.banks import to_bank
 
 __all__ = ["load_bank", "merge_background"]
 

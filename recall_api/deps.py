@@ -7,12 +7,12 @@ from typing import Annotated
 import asyncpg
 from fastapi import Depends, Path, Request
 
-from inference.embeddings import Embedder
-from inference.llm import LLMClient
-from schemas.ids import BANK_ID_PATTERN
-from streams.publisher import Publisher
 from tempr.errors import NotConfigured
+from tempr.inference.embeddings import Embedder
+from tempr.inference.llm import LLMClient
+from tempr.schemas.ids import BANK_ID_PATTERN
 from tempr.settings import Settings
+from tempr.streams.publisher import Publisher
 
 __all__ = ["BankIdPath", "EmbedderDep", "LLMDep", "OptionalLLMDep", "PoolDep", "PublisherDep", "SettingsDep"]
 

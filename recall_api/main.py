@@ -10,13 +10,14 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from inference.embeddings import get_embedder
-from inference.llm import LLMClient
-from recall_api.errors import install_error_handlers
-from recall_api.mcp_server import mcp_lifespan, mount_mcp
-from recall_api.metrics import ApiMetrics
-from recall_api.recall.inflections import load_lexicon
-from recall_api.routes import (
+from tempr import __version__
+from tempr.inference.embeddings import get_embedder
+from tempr.inference.llm import LLMClient
+from tempr.recall_api.errors import install_error_handlers
+from tempr.recall_api.mcp_server import mcp_lifespan, mount_mcp
+from tempr.recall_api.metrics import ApiMetrics
+from tempr.recall_api.recall.inflections import load_lexicon
+from tempr.recall_api.routes import (
     banks,
     dead_letters,
     documents,
@@ -29,10 +30,9 @@ from recall_api.routes import (
     reflect,
     replay,
 )
-from store.pool import create_pool
-from streams.publisher import Publisher, create_producer
-from tempr import __version__
 from tempr.settings import Settings, get_settings
+from tempr.store.pool import create_pool
+from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["create_app"]
 

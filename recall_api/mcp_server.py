@@ -29,12 +29,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AwareDatetime, BaseModel, Field
 
-from schemas.api import BankStats, DocumentDeleted, EntityPage
-from schemas.banks import Bank, BankPage, Disposition
-from schemas.recall import FactType
-from schemas.reflect import ReflectResponse
 from tempr import __version__
 from tempr.client import AsyncTemprClient, TemprAPIError
+from tempr.schemas.api import BankStats, DocumentDeleted, EntityPage
+from tempr.schemas.banks import Bank, BankPage, Disposition
+from tempr.schemas.recall import FactType
+from tempr.schemas.reflect import ReflectResponse
 
 __all__ = ["MCP_PATH", "TemprTools", "build_mcp_server", "mcp_lifespan", "mount_mcp"]
 

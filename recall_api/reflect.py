@@ -15,18 +15,18 @@ import asyncpg
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from agents.prompts import reflect as prompt
-from inference.embeddings import Embedder
-from inference.llm import LLMClient, track_usage
-from inference.rerank import Reranker
-from recall_api.recall.pipeline import run_recall
-from schemas.banks import Bank
-from schemas.events import EntityMention, ExtractedFact, FactsEvent
-from schemas.ids import stable_id, text_key
-from schemas.recall import RecallRequest, RecallResult
-from schemas.reflect import BasedOn, LLMUsage, OpinionFormed, ReflectRequest, ReflectResponse
-from streams.publisher import Publisher
+from tempr.agents.prompts import reflect as prompt
 from tempr.errors import InvalidRequest
+from tempr.inference.embeddings import Embedder
+from tempr.inference.llm import LLMClient, track_usage
+from tempr.inference.rerank import Reranker
+from tempr.recall_api.recall.pipeline import run_recall
+from tempr.schemas.banks import Bank
+from tempr.schemas.events import EntityMention, ExtractedFact, FactsEvent
+from tempr.schemas.ids import stable_id, text_key
+from tempr.schemas.recall import RecallRequest, RecallResult
+from tempr.schemas.reflect import BasedOn, LLMUsage, OpinionFormed, ReflectRequest, ReflectResponse
+from tempr.streams.publisher import Publisher
 
 __all__ = ["check_response_schema", "opinion_id", "run_reflect"]
 

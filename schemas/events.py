@@ -12,8 +12,8 @@ from uuid import UUID
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from schemas.ids import BankId
 from tempr.errors import InvalidEvent
+from tempr.schemas.ids import BankId
 
 __all__ = [
     "BankDeleted",

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from schemas.api import ConsistencyToken
+from tempr.schemas.api import ConsistencyToken
 
 __all__ = ["BankReplayRequest", "BankReplayResponse", "DeadLetterReplayed"]
 

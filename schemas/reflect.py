@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from schemas.recall import FactType
+from tempr.schemas.recall import FactType
 
 __all__ = [
     "BasedOn",

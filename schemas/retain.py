@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from schemas.api import RetainItem
-from schemas.events import MessageEvent
-from schemas.ids import content_hash, stable_id
+from tempr.schemas.api import RetainItem
+from tempr.schemas.events import MessageEvent
+from tempr.schemas.ids import content_hash, stable_id
 
 __all__ = ["to_message_event"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from schemas.banks import Bank, BankConfig, Disposition
+from tempr.schemas.banks import Bank, BankConfig, Disposition
 
 __all__ = [
     "count_banks",

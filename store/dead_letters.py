@@ -7,8 +7,8 @@ from uuid import UUID
 
 import asyncpg
 
-from schemas.events import DeadLetter
-from schemas.ids import stable_id
+from tempr.schemas.events import DeadLetter
+from tempr.schemas.ids import stable_id
 
 __all__ = ["count_pending", "list_dead_letters", "lock_dead_letter", "mark_replayed", "record_dead_letter"]
 

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import asyncpg
 
-from schemas.events import ResolvedEntity, UnitEntity
+from tempr.schemas.events import ResolvedEntity, UnitEntity
 
 __all__ = ["bank_entities", "link_units_to_entities", "refresh_mention_counts", "upsert_entities"]
 

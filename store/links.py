@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from schemas.events import MemoryLink
+from tempr.schemas.events import MemoryLink
 
 __all__ = ["upsert_links"]
 

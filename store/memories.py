@@ -9,7 +9,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from schemas.events import ExtractedFact
+from tempr.schemas.events import ExtractedFact
 
 __all__ = [
     "UNIT_COLUMNS",

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import asyncpg
 
-from schemas.events import MessageEvent
+from tempr.schemas.events import MessageEvent
 
 __all__ = [
     "bank_messages",

@@ -18,7 +18,7 @@ _LOCK_KEY = 0x7E3B_0001
 
 
 def migration_files() -> list[tuple[str, str]]:
-    files = resources.files("migrations")
+    files = resources.files("tempr.migrations")
     named = sorted(f.name for f in files.iterdir() if f.name.endswith(".sql"))
     return [(name, files.joinpath(name).read_text()) for name in named]
 

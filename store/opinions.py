@@ -8,7 +8,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from schemas.events import OpinionUpdate
+from tempr.schemas.events import OpinionUpdate
 
 __all__ = [
     "applied_updates",

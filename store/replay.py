@@ -13,8 +13,8 @@ from uuid import UUID
 
 import asyncpg
 
-from schemas.events import MessageEvent
-from store.entities import refresh_mention_counts
+from tempr.schemas.events import MessageEvent
+from tempr.store.entities import refresh_mention_counts
 
 __all__ = [
     "Cleared",

@@ -8,7 +8,7 @@ import contextlib
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from streams.topics import ALL_TOPICS
+from tempr.streams.topics import ALL_TOPICS
 
 __all__ = ["ensure_topics"]
 

@@ -13,10 +13,10 @@ from typing import Any
 import faust
 import mode
 
-from streams.context import WorkerContext
-from streams.faust_transport import TemprFaustApp
-from streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 from tempr.settings import Settings
+from tempr.streams.context import WorkerContext
+from tempr.streams.faust_transport import TemprFaustApp
+from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
 __all__ = ["APP_ID", "AppTopics", "create_app"]
 
@@ -87,7 +87,7 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
 
     app.service(_Resources)
 
-    from agents import (
+    from tempr.agents import (
         consolidate_observations,
         extract_facts,
         materialize_graph,
@@ -96,7 +96,7 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
         resolve_entities,
         segment_messages,
     )
-    from streams import redelivery
+    from tempr.streams import redelivery
 
     # The last two subscribe only when an LLM is configured.
     for module in (

@@ -10,10 +10,10 @@ from typing import Any
 
 import asyncpg
 
-from inference.embeddings import Embedder, get_embedder
-from inference.llm import LLMClient
-from store.pool import create_pool
+from tempr.inference.embeddings import Embedder, get_embedder
+from tempr.inference.llm import LLMClient
 from tempr.settings import Settings
+from tempr.store.pool import create_pool
 
 __all__ = ["WorkerContext"]
 

@@ -6,7 +6,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.events import DeadLetter, encode_event
+from tempr.schemas.events import DeadLetter, encode_event
 
 __all__ = ["dead_letter_for", "send_dead_letter"]
 

@@ -16,9 +16,9 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata
 
-from schemas.events import BankDeleted, FactsEvent, MessageEvent, encode_event
-from store import banks, messages
-from streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
+from tempr.schemas.events import BankDeleted, FactsEvent, MessageEvent, encode_event
+from tempr.store import banks, messages
+from tempr.streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
 __all__ = [
     "PRODUCER_OPTIONS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from streams.publisher import Publisher, create_producer
+from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["register"]
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import httpx
 from pydantic import SecretStr
 
-from store.migrate import apply_migrations
-from store.pool import create_pool
-from streams.admin import ensure_topics
-from streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
-from streams.publisher import Publisher, create_producer
 from tempr.settings import Settings
+from tempr.store.migrate import apply_migrations
+from tempr.store.pool import create_pool
+from tempr.streams.admin import ensure_topics
+from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
+from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["Supervisor", "child_env"]
 

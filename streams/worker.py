@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import faust
 
-from streams.app import create_app
 from tempr.settings import Settings
+from tempr.streams.app import create_app
 
 __all__ = ["run_worker"]
 

@@ -24,7 +24,8 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from schemas.api import (
+from tempr.errors import TemprError
+from tempr.schemas.api import (
     BankStats,
     DeadLetterOut,
     DocumentDeleted,
@@ -36,11 +37,10 @@ from schemas.api import (
     RetainItem,
     RetainResponse,
 )
-from schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
-from schemas.operations import BankReplayResponse, DeadLetterReplayed
-from schemas.recall import RecallResponse
-from schemas.reflect import Opinion, OpinionPage, ReflectResponse
-from tempr.errors import TemprError
+from tempr.schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
+from tempr.schemas.operations import BankReplayResponse, DeadLetterReplayed
+from tempr.schemas.recall import RecallResponse
+from tempr.schemas.reflect import Opinion, OpinionPage, ReflectResponse
 
 __all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient"]
 

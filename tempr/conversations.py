@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from schemas.api import RetainItem
+from tempr.schemas.api import RetainItem
 
 __all__ = ["Conversation", "locomo_conversations", "parse_locomo_date", "read_conversations"]
 

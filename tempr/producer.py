@@ -19,11 +19,11 @@ from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
 
-from schemas.api import RetainItem
-from schemas.events import EndOfConversation, MessageEvent, encode_event
-from schemas.retain import to_message_event
-from streams.publisher import create_producer, send_messages
-from streams.topics import MESSAGES, conversation_key, event_headers
+from tempr.schemas.api import RetainItem
+from tempr.schemas.events import EndOfConversation, MessageEvent, encode_event
+from tempr.schemas.retain import to_message_event
+from tempr.streams.publisher import create_producer, send_messages
+from tempr.streams.topics import MESSAGES, conversation_key, event_headers
 
 __all__ = ["Delivery", "TemprProducer"]
 

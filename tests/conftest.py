@@ -17,9 +17,9 @@ import asyncpg
 import httpx
 import pytest
 
-from store.pool import create_pool
-from streams.runtime import Supervisor
 from tempr.settings import Settings
+from tempr.store.pool import create_pool
+from tempr.streams.runtime import Supervisor
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from recall_api.main import create_app
-from schemas.api import RetainRequest
-from schemas.banks import BankIn, BankPatch
-from schemas.operations import BankReplayRequest
-from schemas.recall import RecallRequest
-from schemas.reflect import ReflectRequest
+from tempr.recall_api.main import create_app
+from tempr.schemas.api import RetainRequest
+from tempr.schemas.banks import BankIn, BankPatch
+from tempr.schemas.operations import BankReplayRequest
+from tempr.schemas.recall import RecallRequest
+from tempr.schemas.reflect import ReflectRequest
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from agents.extraction.sentences import sentence_spans
-from schemas.events import EntityMention
+from tempr.agents.extraction.sentences import sentence_spans
+from tempr.schemas.events import EntityMention
 
 __all__ = [
     "MODEL_NAME",

@@ -11,16 +11,16 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 from uuid import UUID
 
-from agents.prompts.extract_facts import (
+from tempr.agents.prompts.extract_facts import (
     PROMPT_VERSION,
     ExtractionInput,
     ExtractionResponse,
     FactItem,
     build_messages,
 )
-from inference.llm import LLMClient
-from schemas.events import CausalRelation, ChunkEvent, EntityMention, ExtractedFact, MessageEvent
-from schemas.ids import stable_id
+from tempr.inference.llm import LLMClient
+from tempr.schemas.events import CausalRelation, ChunkEvent, EntityMention, ExtractedFact, MessageEvent
+from tempr.schemas.ids import stable_id
 
 __all__ = ["SCHEMA_NAME", "extract_with_llm", "fact_id", "facts_from_response", "parse_when"]
 

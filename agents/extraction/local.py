@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from agents.extraction.dates import TimeRange, find_time_ranges, format_time_range
-from agents.extraction.entities import (
+from tempr.agents.extraction.dates import TimeRange, find_time_ranges, format_time_range
+from tempr.agents.extraction.entities import (
     Token,
     entities_from_doc,
     find_entities,
@@ -34,10 +34,10 @@ from agents.extraction.entities import (
     tokens_from_doc,
     tokens_from_text,
 )
-from agents.extraction.sentences import sentence_spans
-from agents.extraction.substance import carries_substance, content_words
-from schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
-from schemas.ids import stable_id
+from tempr.agents.extraction.sentences import sentence_spans
+from tempr.agents.extraction.substance import carries_substance, content_words
+from tempr.schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
+from tempr.schemas.ids import stable_id
 
 __all__ = [
     "MAX_FACT_CHARS",

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from agents.extraction.sentences import split_sentences
+from tempr.agents.extraction.sentences import split_sentences
 
 __all__ = ["MIN_CONTENT_WORDS", "carries_substance", "content_words"]
 

@@ -6,7 +6,7 @@ a bank reasons with the same temperament in both.
 
 from __future__ import annotations
 
-from schemas.banks import Disposition
+from tempr.schemas.banks import Disposition
 
 __all__ = ["bias_instruction", "describe_disposition", "identity_block"]
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.prompts.disposition import identity_block
-from schemas.banks import Disposition
+from tempr.agents.prompts.disposition import identity_block
+from tempr.schemas.banks import Disposition
 
 __all__ = ["PROMPT_VERSION", "OpinionEvaluation", "build_messages"]
 

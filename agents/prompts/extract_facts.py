@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from schemas.events import ChunkEvent, MessageEvent
+from tempr.schemas.events import ChunkEvent, MessageEvent
 
 __all__ = [
     "ENTITY_KINDS",

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.prompts.disposition import identity_block
-from schemas.banks import Disposition
+from tempr.agents.prompts.disposition import identity_block
+from tempr.schemas.banks import Disposition
 
 __all__ = [
     "PROMPT_VERSION",

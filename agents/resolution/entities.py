@@ -38,8 +38,8 @@ from uuid import UUID
 
 from rapidfuzz import fuzz
 
-from schemas.events import EntityMention, ResolvedEntity
-from schemas.ids import stable_id
+from tempr.schemas.events import EntityMention, ResolvedEntity
+from tempr.schemas.ids import stable_id
 
 __all__ = [
     "BORDERLINE_HIGH",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from uuid import UUID
 
-from agents.resolution.entities import (
+from tempr.agents.resolution.entities import (
     KnownEntity,
     Resolution,
     display_name,
@@ -20,8 +20,8 @@ from agents.resolution.entities import (
     merge_resolution,
     resolve_mentions,
 )
-from agents.resolution.links import FactPoint, build_links
-from schemas.events import ExtractedFact, FactsEvent, GraphEvent, ResolvedEntity, UnitEntity
+from tempr.agents.resolution.links import FactPoint, build_links
+from tempr.schemas.events import ExtractedFact, FactsEvent, GraphEvent, ResolvedEntity, UnitEntity
 
 __all__ = ["ResolvedFacts", "fact_time", "link_facts", "resolve_facts"]
 

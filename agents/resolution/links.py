@@ -29,7 +29,7 @@ from uuid import UUID
 
 import numpy as np
 
-from schemas.events import LinkType, MemoryLink
+from tempr.schemas.events import LinkType, MemoryLink
 
 __all__ = [
     "CausalEdge",

@@ -7,11 +7,11 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
-from agents.prompts.resolve_entity import SameEntityDecision, SameEntityInput, build_messages
-from agents.resolution.entities import KnownEntity, Resolution, normalize_name
-from inference.llm import LLMClient
-from schemas.events import ExtractedFact
+from tempr.agents.prompts.resolve_entity import SameEntityDecision, SameEntityInput, build_messages
+from tempr.agents.resolution.entities import KnownEntity, Resolution, normalize_name
 from tempr.errors import UpstreamLLMError
+from tempr.inference.llm import LLMClient
+from tempr.schemas.events import ExtractedFact
 
 __all__ = ["PairKey", "judge_borderline", "pair_key"]
 

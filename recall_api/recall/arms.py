@@ -11,10 +11,10 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from recall_api.recall.config import Arm, RecallConfig
-from recall_api.recall.inflections import word_forms
-from recall_api.recall.temporal import QueryWindow
-from store import recall as sql
+from tempr.recall_api.recall.config import Arm, RecallConfig
+from tempr.recall_api.recall.inflections import word_forms
+from tempr.recall_api.recall.temporal import QueryWindow
+from tempr.store import recall as sql
 
 __all__ = [
     "FALLBACK_MAX_UNITS",

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from inference.tokens import count_tokens
+from tempr.inference.tokens import count_tokens
 
 __all__ = ["pack_by_tokens"]
 

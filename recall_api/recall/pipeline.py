@@ -14,21 +14,27 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from inference.embeddings import Embedder
-from inference.rerank import Reranker, format_candidate, rerank_scores
-from recall_api.recall import fusion, scoring
-from recall_api.recall.arms import ArmContext, ArmResult, run_arm
-from recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
-from recall_api.recall.diversity import demote_covered, mmr_order, quotes
-from recall_api.recall.packing import pack_by_tokens
-from recall_api.recall.query_vector import blend, strip_names, worth_embedding
-from recall_api.recall.results import attach_includes, build_result, build_trace
-from recall_api.recall.temporal import EventAnchor, QueryWindow, anchored_window, event_anchor, query_window
-from schemas.api import ConsistencyToken
-from schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
-from store import messages
-from store import recall as sql
 from tempr.errors import ConsistencyTimeout, InvalidRequest
+from tempr.inference.embeddings import Embedder
+from tempr.inference.rerank import Reranker, format_candidate, rerank_scores
+from tempr.recall_api.recall import fusion, scoring
+from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
+from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
+from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
+from tempr.recall_api.recall.packing import pack_by_tokens
+from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
+from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
+from tempr.recall_api.recall.temporal import (
+    EventAnchor,
+    QueryWindow,
+    anchored_window,
+    event_anchor,
+    query_window,
+)
+from tempr.schemas.api import ConsistencyToken
+from tempr.schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
+from tempr.store import messages
+from tempr.store import recall as sql
 
 __all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
 

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from inference.tokens import count_tokens, get_encoding
-from recall_api.recall import fusion
-from recall_api.recall.arms import ArmResult
-from recall_api.recall.config import RecallConfig
-from recall_api.recall.temporal import QueryWindow
-from schemas.recall import RecallChunk, RecallInclude, RecallResult, RecallScores
-from store import recall as sql
+from tempr.inference.tokens import count_tokens, get_encoding
+from tempr.recall_api.recall import fusion
+from tempr.recall_api.recall.arms import ArmResult
+from tempr.recall_api.recall.config import RecallConfig
+from tempr.recall_api.recall.temporal import QueryWindow
+from tempr.schemas.recall import RecallChunk, RecallInclude, RecallResult, RecallScores
+from tempr.store import recall as sql
 
 if TYPE_CHECKING:
-    from recall_api.recall.pipeline import Scored
+    from tempr.recall_api.recall.pipeline import Scored
 
 __all__ = ["TRACE_LIST_CAP", "attach_includes", "build_result", "build_trace", "truncate_tokens"]
 

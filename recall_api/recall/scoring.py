@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from recall_api.recall.config import RecallConfig
+from tempr.recall_api.recall.config import RecallConfig
 
 __all__ = [
     "NEUTRAL_SIGNAL",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from agents.extraction.dates import parse_time_expression
+from tempr.agents.extraction.dates import parse_time_expression
 
 __all__ = ["EventAnchor", "QueryWindow", "anchored_window", "event_anchor", "query_window"]
 

@@ -7,15 +7,15 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Query, Response, status
 
-from recall_api.bank_profile import load_bank, merge_background
-from recall_api.deps import BankIdPath, OptionalLLMDep, PoolDep, PublisherDep
-from schemas.api import BankStats, ErrorBody
-from schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
-from schemas.events import BankDeleted
-from store import banks
-from store.bank_stats import bank_stats
-from store.banks import to_bank
 from tempr.errors import NotFound
+from tempr.recall_api.bank_profile import load_bank, merge_background
+from tempr.recall_api.deps import BankIdPath, OptionalLLMDep, PoolDep, PublisherDep
+from tempr.schemas.api import BankStats, ErrorBody
+from tempr.schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
+from tempr.schemas.events import BankDeleted
+from tempr.store import banks
+from tempr.store.bank_stats import bank_stats
+from tempr.store.banks import to_bank
 
 __all__ = ["router"]
 

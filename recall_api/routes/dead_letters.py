@@ -6,12 +6,12 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
-from recall_api.deps import PoolDep, PublisherDep
-from schemas.api import DeadLetterOut, ErrorBody
-from schemas.operations import DeadLetterReplayed
-from store.dead_letters import list_dead_letters, lock_dead_letter, mark_replayed
-from streams.topics import DLQ
 from tempr.errors import Conflict, InvalidRequest, NotFound
+from tempr.recall_api.deps import PoolDep, PublisherDep
+from tempr.schemas.api import DeadLetterOut, ErrorBody
+from tempr.schemas.operations import DeadLetterReplayed
+from tempr.store.dead_letters import list_dead_letters, lock_dead_letter, mark_replayed
+from tempr.streams.topics import DLQ
 
 __all__ = ["router"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Query
 
-from recall_api.deps import BankIdPath, PoolDep
-from schemas.api import Document, DocumentDeleted, DocumentPage, ErrorBody
-from store import documents
 from tempr.errors import NotFound
+from tempr.recall_api.deps import BankIdPath, PoolDep
+from tempr.schemas.api import Document, DocumentDeleted, DocumentPage, ErrorBody
+from tempr.store import documents
 
 __all__ = ["router"]
 

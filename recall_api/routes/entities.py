@@ -6,10 +6,10 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
-from recall_api.deps import BankIdPath, PoolDep
-from schemas.api import Entity, EntityDetail, EntityFact, EntityPage, ErrorBody
-from store import entities
 from tempr.errors import NotFound
+from tempr.recall_api.deps import BankIdPath, PoolDep
+from tempr.schemas.api import Entity, EntityDetail, EntityFact, EntityPage, ErrorBody
+from tempr.store import entities
 
 __all__ = ["router"]
 

@@ -7,9 +7,9 @@ import asyncio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from recall_api.deps import PoolDep
-from schemas.api import Health
-from store import messages
+from tempr.recall_api.deps import PoolDep
+from tempr.schemas.api import Health
+from tempr.store import messages
 
 __all__ = ["router"]
 

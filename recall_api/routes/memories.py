@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import asyncpg
 from fastapi import APIRouter, Query, status
 
-from recall_api.deps import BankIdPath, PoolDep, PublisherDep
-from schemas.api import (
+from tempr.recall_api.deps import BankIdPath, PoolDep, PublisherDep
+from tempr.schemas.api import (
     ConsistencyToken,
     Memory,
     MemoryPage,
@@ -17,10 +17,10 @@ from schemas.api import (
     RetainRequest,
     RetainResponse,
 )
-from schemas.ids import content_hash
-from schemas.retain import to_message_event
-from store import banks, documents, memories
-from streams.topics import MESSAGES
+from tempr.schemas.ids import content_hash
+from tempr.schemas.retain import to_message_event
+from tempr.store import banks, documents, memories
+from tempr.streams.topics import MESSAGES
 
 __all__ = ["router", "to_message_event"]
 

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from recall_api.deps import PoolDep
-from store import banks, dead_letters, messages
+from tempr.recall_api.deps import PoolDep
+from tempr.store import banks, dead_letters, messages
 
 __all__ = ["router"]
 

@@ -6,11 +6,11 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
-from recall_api.deps import BankIdPath, PoolDep
-from schemas.api import ErrorBody
-from schemas.reflect import Opinion, OpinionChange, OpinionPage
-from store import opinions
 from tempr.errors import NotFound
+from tempr.recall_api.deps import BankIdPath, PoolDep
+from tempr.schemas.api import ErrorBody
+from tempr.schemas.reflect import Opinion, OpinionChange, OpinionPage
+from tempr.store import opinions
 
 __all__ = ["router"]
 

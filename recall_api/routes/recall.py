@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from inference.rerank import get_reranker
-from recall_api.deps import BankIdPath, EmbedderDep, PoolDep, SettingsDep
-from recall_api.recall.pipeline import run_recall
-from schemas.api import ErrorBody
-from schemas.recall import RecallRequest, RecallResponse
+from tempr.inference.rerank import get_reranker
+from tempr.recall_api.deps import BankIdPath, EmbedderDep, PoolDep, SettingsDep
+from tempr.recall_api.recall.pipeline import run_recall
+from tempr.schemas.api import ErrorBody
+from tempr.schemas.recall import RecallRequest, RecallResponse
 
 __all__ = ["router"]
 

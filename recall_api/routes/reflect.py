@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from inference.rerank import get_reranker
-from recall_api.bank_profile import load_bank
-from recall_api.deps import BankIdPath, EmbedderDep, LLMDep, PoolDep, PublisherDep, SettingsDep
-from recall_api.reflect import run_reflect
-from schemas.api import ErrorBody
-from schemas.reflect import ReflectRequest, ReflectResponse
+from tempr.inference.rerank import get_reranker
+from tempr.recall_api.bank_profile import load_bank
+from tempr.recall_api.deps import BankIdPath, EmbedderDep, LLMDep, PoolDep, PublisherDep, SettingsDep
+from tempr.recall_api.reflect import run_reflect
+from tempr.schemas.api import ErrorBody
+from tempr.schemas.reflect import ReflectRequest, ReflectResponse
 
 __all__ = ["router"]
 

@@ -10,12 +10,12 @@ import logging
 
 from fastapi import APIRouter, status
 
-from recall_api.deps import BankIdPath, PublisherDep
-from schemas.api import ConsistencyToken, ErrorBody
-from schemas.operations import BankReplayRequest, BankReplayResponse
-from store import replay
-from streams.topics import MESSAGES
 from tempr.errors import NotFound
+from tempr.recall_api.deps import BankIdPath, PublisherDep
+from tempr.schemas.api import ConsistencyToken, ErrorBody
+from tempr.schemas.operations import BankReplayRequest, BankReplayResponse
+from tempr.store import replay
+from tempr.streams.topics import MESSAGES
 
 __all__ = ["router"]
 

@@ -19,8 +19,8 @@ def mcp(
     url: Annotated[str | None, typer.Option(help="Server URL (default $TEMPR_URL or :8000).")] = None,
 ) -> None:
     """Serve the MCP tools (retain, recall, reflect, banks, ...) on stdin/stdout for an agent."""
-    from recall_api.mcp_server import build_mcp_server
     from tempr.client import AsyncTemprClient
+    from tempr.recall_api.mcp_server import build_mcp_server
 
     target = url or default_url()
     # stdout carries the protocol: the server logs only warnings, and only to stderr.

@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schemas.api import BankStats
-from streams.topics import DLQ
 from tempr.cli.ingest import default_url
 from tempr.cli.memory import UrlOption, _fail
 from tempr.client import TemprAPIError, TemprClient
+from tempr.schemas.api import BankStats
+from tempr.streams.topics import DLQ
 
 __all__ = ["register"]
 

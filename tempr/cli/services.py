@@ -45,7 +45,7 @@ def up(
     `tempr up` reuses it. Any part can point at an external service instead (also through
     TEMPR_* environment variables). Ctrl-C stops everything.
     """
-    from streams.runtime import Supervisor
+    from tempr.streams.runtime import Supervisor
 
     settings = Settings(
         **_overrides(
@@ -90,7 +90,7 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
 
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
-    from streams.worker import run_worker
+    from tempr.streams.worker import run_worker
 
     run_worker(get_settings())
 
@@ -99,7 +99,7 @@ def api() -> None:
     """Run the HTTP API (uvicorn) on TEMPR_HOST:TEMPR_PORT."""
     import uvicorn
 
-    from recall_api.main import create_app
+    from tempr.recall_api.main import create_app
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
@@ -108,7 +108,7 @@ def api() -> None:
 
 def migrate() -> None:
     """Apply database migrations to TEMPR_DATABASE_URL (safe to run concurrently)."""
-    from store.migrate import apply_migrations
+    from tempr.store.migrate import apply_migrations
 
     settings = get_settings()
     if not settings.database_url:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from agents.prompts.disposition import bias_instruction, describe_disposition, identity_block
-from agents.prompts.reflect import PromptFact, build_messages, output_schema
-from schemas.banks import Disposition
+from tempr.agents.prompts.disposition import bias_instruction, describe_disposition, identity_block
+from tempr.agents.prompts.reflect import PromptFact, build_messages, output_schema
+from tempr.schemas.banks import Disposition
 
 
 def test_every_trait_level_reads_differently() -> None:

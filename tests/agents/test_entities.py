@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.extraction import entities as ent
-from agents.extraction.entities import find_entities
+from tempr.agents.extraction import entities as ent
+from tempr.agents.extraction.entities import find_entities
 
 SPEAKERS = ("Caroline", "Melanie")
 

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from agents.extraction.local import (
+from tempr.agents.extraction.local import (
     MAX_FACT_CHARS,
     MIN_SENTENCE_CONTENT_WORDS,
     extract_local,
     facts_per_message,
 )
-from agents.extraction.sentences import split_sentences
-from agents.extraction.substance import carries_substance, content_words
-from schemas.events import ChunkEvent, ExtractedFact, MessageEvent
-from schemas.ids import stable_id
+from tempr.agents.extraction.sentences import split_sentences
+from tempr.agents.extraction.substance import carries_substance, content_words
+from tempr.schemas.events import ChunkEvent, ExtractedFact, MessageEvent
+from tempr.schemas.ids import stable_id
 
 LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo"
 BANK = "test-bank"
@@ -207,7 +207,7 @@ def test_all_of_conv_26_is_fast_and_complete() -> None:
 
 
 def test_works_without_spacy(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agents.extraction import local
+    from tempr.agents.extraction import local
 
     monkeypatch.setattr(local, "get_nlp", lambda: None)
     facts = _by_message(turn_facts(_chunk(_messages(_conversation(), 1))))

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from agents.materialize_graph import apply_event
-from agents.reinforce_opinions import CONFIDENCE_STEP
-from schemas.events import ExtractedFact, OpinionUpdate
-from schemas.ids import stable_id
-from store import memories, opinions
+from tempr.agents.materialize_graph import apply_event
+from tempr.agents.reinforce_opinions import CONFIDENCE_STEP
+from tempr.schemas.events import ExtractedFact, OpinionUpdate
+from tempr.schemas.ids import stable_id
+from tempr.store import memories, opinions
 
 
 async def _opinion(db: asyncpg.Pool, bank: str, confidence: float) -> uuid.UUID:

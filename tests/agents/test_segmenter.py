@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agents.extraction.local import extract_local
-from agents.segment_messages import Segmenter, split_long_item
-from schemas.events import MessageEvent
-from schemas.ids import stable_id
+from tempr.agents.extraction.local import extract_local
+from tempr.agents.segment_messages import Segmenter, split_long_item
+from tempr.schemas.events import MessageEvent
+from tempr.schemas.ids import stable_id
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 

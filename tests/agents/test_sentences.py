@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.extraction.sentences import sentence_spans, split_sentences
+from tempr.agents.extraction.sentences import sentence_spans, split_sentences
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.extraction.substance import MIN_CONTENT_WORDS, carries_substance, content_words
+from tempr.agents.extraction.substance import MIN_CONTENT_WORDS, carries_substance, content_words
 
 NAMES = ["Caroline", "Melanie"]
 

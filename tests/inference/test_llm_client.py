@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from pydantic import BaseModel
 
-from inference.llm import LLMClient, RetryPolicy
 from tempr.errors import NotConfigured, UpstreamLLMError
+from tempr.inference.llm import LLMClient, RetryPolicy
 from tempr.settings import Settings
 from tests.llm_server import (
     ScriptedLLMServer,

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from streams.runtime import Supervisor
+from tempr.streams.runtime import Supervisor
 from tests.conftest import make_settings, running_stack, wait_until
 
 pytestmark = pytest.mark.integration

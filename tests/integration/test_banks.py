@@ -11,9 +11,9 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from schemas.events import BankDeleted, MessageEvent, encode_event
-from streams.runtime import Supervisor
-from streams.topics import MESSAGES, conversation_key
+from tempr.schemas.events import BankDeleted, MessageEvent, encode_event
+from tempr.streams.runtime import Supervisor
+from tempr.streams.topics import MESSAGES, conversation_key
 from tests.conftest import async_wait_until
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from streams.runtime import Supervisor
 from tempr.cli import app as cli_app
+from tempr.streams.runtime import Supervisor
 from tests.conftest import wait_until
 from tests.integration.test_dead_letter_replay import letters_with, produce_bad_record, wait_for_letters
 

@@ -7,8 +7,8 @@ import uuid
 import httpx
 import pytest
 
-from schemas.banks import BankIn, Disposition
 from tempr.client import AsyncTemprClient, TemprAPIError, TemprClient
+from tempr.schemas.banks import BankIn, Disposition
 
 pytestmark = pytest.mark.integration
 

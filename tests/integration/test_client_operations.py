@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from schemas.api import DeadLetterOut
-from schemas.operations import BankReplayResponse, DeadLetterReplayed
-from streams.runtime import Supervisor
-from streams.topics import MESSAGES
 from tempr.client import AsyncTemprClient, TemprAPIError, TemprClient
+from tempr.schemas.api import DeadLetterOut
+from tempr.schemas.operations import BankReplayResponse, DeadLetterReplayed
+from tempr.streams.runtime import Supervisor
+from tempr.streams.topics import MESSAGES
 from tests.integration.test_dead_letter_replay import produce_bad_record
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ import asyncpg
 import httpx
 import pytest
 
-from streams.runtime import Supervisor, child_env
+from tempr.streams.runtime import Supervisor, child_env
 from tests.conftest import free_port, make_settings, running_stack, wait_until
 
 pytestmark = pytest.mark.integration

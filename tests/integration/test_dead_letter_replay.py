@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from streams.publisher import create_producer
-from streams.runtime import Supervisor
-from streams.topics import MESSAGES
+from tempr.streams.publisher import create_producer
+from tempr.streams.runtime import Supervisor
+from tempr.streams.topics import MESSAGES
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from streams.runtime import Supervisor
+from tempr.streams.runtime import Supervisor
 from tests.conftest import make_settings, running_stack, wait_until
 from tests.llm_server import ScriptedLLMServer, reply_json, schema_name, status
 

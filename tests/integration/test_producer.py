@@ -9,10 +9,10 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from schemas.ids import stable_id
-from streams.runtime import Supervisor
-from streams.topics import MESSAGES
 from tempr.producer import TemprProducer
+from tempr.schemas.ids import stable_id
+from tempr.streams.runtime import Supervisor
+from tempr.streams.topics import MESSAGES
 from tests.conftest import async_wait_until
 
 pytestmark = pytest.mark.integration

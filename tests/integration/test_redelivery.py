@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from schemas.events import MessageEvent
-from store import messages
+from tempr.schemas.events import MessageEvent
+from tempr.store import messages
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from agents.extraction.substance import carries_substance
+from tempr.agents.extraction.substance import carries_substance
 from tempr.cli import app as cli_app
 from tests.conftest import SHARED, wait_until
 

@@ -12,11 +12,11 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from schemas.events import MessageEvent, encode_event
-from schemas.ids import stable_id
-from store.migrate import apply_migrations
-from streams.runtime import Supervisor
-from streams.topics import MESSAGES
+from tempr.schemas.events import MessageEvent, encode_event
+from tempr.schemas.ids import stable_id
+from tempr.store.migrate import apply_migrations
+from tempr.streams.runtime import Supervisor
+from tempr.streams.topics import MESSAGES
 from tests.conftest import async_wait_until, wait_until
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from inference.embeddings import get_embedder
+from tempr.inference.embeddings import get_embedder
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 __all__ = ["Unit", "embed", "insert_entity", "insert_link", "insert_units", "recall"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from recall_api.recall.config import (
+from tempr.recall_api.recall.config import (
     ARMS,
     PRESETS,
     RecallConfig,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recall_api.recall.diversity import demote_covered, mmr_order, quotes
+from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
 
 
 def _run(items: list[tuple[str, list[str]]]) -> tuple[list[str], int]:

@@ -5,7 +5,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from recall_api.recall.fusion import (
+from tempr.recall_api.recall.fusion import (
     Candidate,
     arm_composition,
     fuse_candidates,

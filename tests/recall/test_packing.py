@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from inference.tokens import count_tokens
-from recall_api.recall.packing import pack_by_tokens
+from tempr.inference.tokens import count_tokens
+from tempr.recall_api.recall.packing import pack_by_tokens
 
 
 @dataclass(frozen=True)

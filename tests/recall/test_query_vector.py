@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recall_api.recall.query_vector import blend, strip_names, without_names
+from tempr.recall_api.recall.query_vector import blend, strip_names, without_names
 
 
 @pytest.mark.parametrize(

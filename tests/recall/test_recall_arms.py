@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from recall_api.recall.arms import ArmContext, ArmResult, run_arm
-from recall_api.recall.config import Arm, RecallConfig
-from recall_api.recall.temporal import query_window
-from store.recall import RecallFilters
+from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
+from tempr.recall_api.recall.config import Arm, RecallConfig
+from tempr.recall_api.recall.temporal import query_window
+from tempr.store.recall import RecallFilters
 from tests.recall.bankkit import Unit, embed, insert_entity, insert_link, insert_units
 
 pytestmark = pytest.mark.integration

@@ -8,11 +8,11 @@ import asyncpg
 import httpx
 import pytest
 
-from recall_api.main import create_app
-from recall_api.recall.pipeline import wait_for_consistency
-from store.recall import journal_head
-from streams.runtime import Supervisor
 from tempr.errors import ConsistencyTimeout, InvalidRequest
+from tempr.recall_api.main import create_app
+from tempr.recall_api.recall.pipeline import wait_for_consistency
+from tempr.store.recall import journal_head
+from tempr.streams.runtime import Supervisor
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ import asyncpg
 import httpx
 import pytest
 
-from inference.tokens import count_tokens
-from recall_api.recall.scoring import boost
+from tempr.inference.tokens import count_tokens
+from tempr.recall_api.recall.scoring import boost
 from tests.recall.bankkit import Unit, insert_entity, insert_units, recall
 
 pytestmark = pytest.mark.integration

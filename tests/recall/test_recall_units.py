@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from recall_api.recall.arms import keyword_or_query
-from recall_api.recall.inflections import word_forms
-from recall_api.recall.temporal import query_window
-from schemas.recall import RecallRequest
-from store.recall import RecallFilters, compile_filters
+from tempr.recall_api.recall.arms import keyword_or_query
+from tempr.recall_api.recall.inflections import word_forms
+from tempr.recall_api.recall.temporal import query_window
+from tempr.schemas.recall import RecallRequest
+from tempr.store.recall import RecallFilters, compile_filters
 
 REF = datetime(2024, 7, 15, 12, tzinfo=UTC)
 
@@ -107,7 +107,7 @@ def test_request_defaults_and_limits() -> None:
 
 
 def test_event_anchor_and_anchored_window() -> None:
-    from recall_api.recall.temporal import anchored_window, event_anchor
+    from tempr.recall_api.recall.temporal import anchored_window, event_anchor
 
     anchor = event_anchor("What did Alice do before she joined Google?")
     assert anchor is not None and (anchor.direction, anchor.event) == ("before", "she joined Google")

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from recall_api.recall.config import RecallConfig
-from recall_api.recall.scoring import (
+from tempr.recall_api.recall.config import RecallConfig
+from tempr.recall_api.recall.scoring import (
     boost,
     final_score,
     proof_signal,

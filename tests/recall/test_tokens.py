@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from inference import tokens
-from inference.tokens import count_tokens, get_encoding
+from tempr.inference import tokens
+from tempr.inference.tokens import count_tokens, get_encoding
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from uuid import UUID
 
 import pytest
 
-from agents.resolution.entities import (
+from tempr.agents.resolution.entities import (
     KnownEntity,
     Resolution,
     display_name,
@@ -17,8 +17,8 @@ from agents.resolution.entities import (
     resolve_mention,
     resolve_mentions,
 )
-from schemas.events import EntityMention, ResolvedEntity
-from schemas.ids import stable_id
+from tempr.schemas.events import EntityMention, ResolvedEntity
+from tempr.schemas.ids import stable_id
 
 BANK = "bank-1"
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from uuid import UUID
 import numpy as np
 import pytest
 
-from agents.resolution.links import (
+from tempr.agents.resolution.links import (
     FactPoint,
     build_links,
     causal_links,
@@ -17,8 +17,8 @@ from agents.resolution.links import (
     semantic_links,
     temporal_links,
 )
-from schemas.events import MemoryLink
-from schemas.ids import stable_id
+from tempr.schemas.events import MemoryLink
+from tempr.schemas.ids import stable_id
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 SPEAKER = stable_id("entity", "caroline")

@@ -6,11 +6,11 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.resolution.entities import KnownEntity, entity_id_for
-from agents.resolution.graph_update import borderline_merges, resolve_facts
-from agents.resolution.llm_judge import judge_borderline, pair_key
-from inference.llm import LLMClient, RetryPolicy
-from schemas.events import EntityMention, ExtractedFact, FactsEvent
+from tempr.agents.resolution.entities import KnownEntity, entity_id_for
+from tempr.agents.resolution.graph_update import borderline_merges, resolve_facts
+from tempr.agents.resolution.llm_judge import judge_borderline, pair_key
+from tempr.inference.llm import LLMClient, RetryPolicy
+from tempr.schemas.events import EntityMention, ExtractedFact, FactsEvent
 from tempr.settings import Settings
 from tests.llm_server import ScriptedLLMServer, reply_json, status
 
