@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from bench.baselines import BM25Ranker, DenseRanker, HybridRanker, Ranker
 from bench.common import console, print_table, running_server, wait_until_materialized, write_json
@@ -85,10 +86,31 @@ def run_evidence(sample: Sample, questions: Sequence[Question]) -> list[Outcome]
     ]
 
 
-def _encoder() -> Any:
-    from tempr.inference.embeddings import get_embedder
+class CachedEncoder:
+    """The embedding model, encoding each distinct text once: dense and hybrid share the
+    turns' and the questions' vectors (on a busy machine encoding is most of a baseline's cost)."""
 
-    return get_embedder(PACKAGED_EMBEDDING_MODEL).encode
+    def __init__(self) -> None:
+        from tempr.inference.embeddings import get_embedder
+
+        self._encode = get_embedder(PACKAGED_EMBEDDING_MODEL).encode
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            self._cache.update(zip(missing, np.asarray(self._encode(missing)), strict=True))
+        return np.stack([self._cache[t] for t in texts])
+
+
+_ENCODER: CachedEncoder | None = None
+
+
+def _encoder() -> CachedEncoder:
+    global _ENCODER
+    if _ENCODER is None:
+        _ENCODER = CachedEncoder()
+    return _ENCODER
 
 
 # ── tempr through the API ────────────────────────────────────────────────────────────────
