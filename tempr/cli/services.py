@@ -3,20 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from tempr.settings import Settings, get_settings
+if TYPE_CHECKING:
+    from tempr.settings import Settings
 
 __all__ = ["register"]
 
 console = Console(stderr=True)
+
+
+# What the server's commands import; the lean install (`tempr`, `tempr[cli]`) has none of them.
+SERVER_MODULES = ("pydantic_settings", "asyncpg", "faust", "fastapi", "torch")
+
+
+def require_server(command: str) -> None:
+    """Exit with what to install when this environment has only the client."""
+    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        console.print(
+            f"[red]`tempr {command}` runs tempr's server, whose dependencies are not installed "
+            f"here (missing: {', '.join(missing)}). Install them with: pip install 'tempr[server]'[/red]"
+        )
+        raise typer.Exit(2)
 
 
 def _overrides(**values: Any) -> dict[str, Any]:
@@ -45,6 +62,8 @@ def up(
     `tempr up` reuses it. Any part can point at an external service instead (also through
     TEMPR_* environment variables). Ctrl-C stops everything.
     """
+    require_server("up")
+    from tempr.settings import Settings
     from tempr.streams.runtime import Supervisor
 
     settings = Settings(
@@ -90,16 +109,20 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
 
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
+    require_server("worker")
     from tempr.agents.worker import run_worker
+    from tempr.settings import get_settings
 
     run_worker(get_settings())
 
 
 def api() -> None:
     """Run the HTTP API (uvicorn) on TEMPR_HOST:TEMPR_PORT."""
+    require_server("api")
     import uvicorn
 
     from tempr.recall_api.main import create_app
+    from tempr.settings import get_settings
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
@@ -108,6 +131,8 @@ def api() -> None:
 
 def migrate() -> None:
     """Apply database migrations to TEMPR_DATABASE_URL (safe to run concurrently)."""
+    require_server("migrate")
+    from tempr.settings import get_settings
     from tempr.store.migrate import apply_migrations
 
     settings = get_settings()
