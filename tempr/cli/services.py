@@ -129,17 +129,55 @@ def api() -> None:
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
-def migrate() -> None:
-    """Apply database migrations to TEMPR_DATABASE_URL (safe to run concurrently)."""
+def migrate(
+    embedding_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Switch to this embedding model (local name or path, or the name the "
+            "TEMPR_EMBEDDING_BASE_URL endpoint serves): re-size the vector column to its "
+            "dimension, then replay every bank through it."
+        ),
+    ] = None,
+) -> None:
+    """Apply database migrations (safe to run concurrently); optionally switch the embedding model.
+
+    Uses TEMPR_DATABASE_URL, or the embedded Postgres in TEMPR_DATA_DIR (stop `tempr up` first).
+    """
     require_server("migrate")
     from tempr.settings import get_settings
-    from tempr.store.migrate import apply_migrations
 
     settings = get_settings()
-    if not settings.database_url:
-        raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
-    applied = asyncio.run(apply_migrations(settings.database_url))
-    console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+    if embedding_model is None:
+        if not settings.database_url:
+            raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
+        from tempr.store.migrate import apply_migrations
+
+        applied = asyncio.run(apply_migrations(settings.database_url))
+        console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+        return
+    from tempr.streams.embedding_switch import switch_embedding_model
+
+    with console.status(f"switching to {embedding_model}…"):
+        report = switch_embedding_model(settings, embedding_model)
+    size = (
+        f"re-sized vector({report.previous_dimension}) -> vector({report.dimension})"
+        if report.resized
+        else f"vector({report.dimension}) already fits"
+    )
+    console.print(
+        f"{report.model}: {size}; {report.banks} banks replayed ({report.messages_reopened} messages "
+        f"reopened, {report.facts_removed} facts removed to be rebuilt), {report.reembedded} kept facts "
+        "re-embedded"
+    )
+    published = (
+        f"{report.published} messages published"
+        if report.published is not None
+        else "the messages are published when tempr starts"
+    )
+    console.print(
+        f"{published}. Run the API and every worker with TEMPR_EMBEDDING_MODEL={embedding_model} "
+        "(and the same TEMPR_EMBEDDING_BASE_URL)."
+    )
 
 
 def register(app: typer.Typer) -> None:
