@@ -27,6 +27,18 @@ def _run(*cmd: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, **kwargs)  # type: ignore[call-overload]
 
 
+def _venv_with(work: Path, requirement: str) -> Path:
+    venv = work / "venv"
+    made = _run(sys.executable, "-m", "venv", "--without-pip", venv)
+    assert made.returncode == 0, made.stderr
+    # The dev venv's pip installs into the fresh venv (no pip bootstrap: faster, same cache).
+    installed = _run(
+        sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", requirement
+    )
+    assert installed.returncode == 0, installed.stderr
+    return venv
+
+
 @pytest.fixture(scope="module")
 def lean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the wheel, the venv it was installed into, alone)."""
@@ -52,14 +64,14 @@ def lean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = (work / "dist").glob("tempr-*.whl")
+    return wheel, _venv_with(work, str(wheel))
 
-    venv = work / "venv"
-    made = _run(sys.executable, "-m", "venv", "--without-pip", venv)
-    assert made.returncode == 0, made.stderr
-    # The dev venv's pip installs into the fresh venv (no pip bootstrap: faster, same cache).
-    installed = _run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", wheel)
-    assert installed.returncode == 0, installed.stderr
-    return wheel, venv
+
+@pytest.fixture(scope="module")
+def lean_cli(lean: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with the wheel and its `cli` extra: the command line without the server."""
+    wheel, _ = lean
+    return _venv_with(tmp_path_factory.mktemp("lean-cli"), f"{wheel}[cli]")
 
 
 def _installed(venv: Path) -> set[str]:
@@ -112,3 +124,19 @@ def test_command_line_says_what_to_install(lean: tuple[Path, Path]) -> None:
     ran = _run(venv / "bin" / "tempr", "--help", cwd=venv)
     assert ran.returncode != 0
     assert "pip install 'tempr[cli]'" in ran.stderr
+
+
+def test_cli_extra_runs_client_commands_and_names_the_server_extra(lean_cli: Path) -> None:
+    assert not _installed(lean_cli) & SERVER_DISTRIBUTIONS
+    for command in ("recall", "mcp", "dlq"):
+        helped = _run(lean_cli / "bin" / "tempr", command, "--help", cwd=lean_cli)
+        assert helped.returncode == 0, helped.stderr
+    refused = _run(lean_cli / "bin" / "tempr", "up", cwd=lean_cli)
+    assert refused.returncode == 2
+    said = " ".join((refused.stdout + refused.stderr).split())
+    assert "pip install 'tempr[server]'" in said and "torch" in said
+    # A client command reaches for the server it names, and says so when none answers.
+    unreachable = _run(
+        lean_cli / "bin" / "tempr", "recall", "--bank", "b", "q", "--url", "http://127.0.0.1:9", cwd=lean_cli
+    )
+    assert unreachable.returncode == 2

@@ -29,9 +29,11 @@ def require_server(command: str) -> None:
     """Exit with what to install when this environment has only the client."""
     missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        console.print(
-            f"[red]`tempr {command}` runs tempr's server, whose dependencies are not installed "
-            f"here (missing: {', '.join(missing)}). Install them with: pip install 'tempr[server]'[/red]"
+        console.print(  # markup off: "[server]" is text
+            f"`tempr {command}` runs tempr's server, whose dependencies are not installed "
+            f"here (missing: {', '.join(missing)}). Install them with: pip install 'tempr[server]'",
+            style="red",
+            markup=False,
         )
         raise typer.Exit(2)
 
@@ -84,7 +86,11 @@ def up(
             settings = supervisor.start_services()
             console.print("[dim]·[/dim] starting the worker and the API")
             supervisor.start_children()
-            health = supervisor.wait_until_healthy()
+            try:
+                health = supervisor.wait_until_healthy()
+            except RuntimeError as exc:  # a part that cannot start: its own words, not a traceback
+                console.print(f"tempr could not start: {exc}", style="red", markup=False)
+                raise typer.Exit(1) from exc
         _print_endpoints(settings, health, time.monotonic() - started)
         supervisor.run_forever()
     finally:

@@ -24,7 +24,8 @@ from tempr.recall_api.main import create_app
 from tempr.settings import Settings
 from tempr.store.embedding_column import EmbeddingDimensionMismatch
 from tempr.streams.context import WorkerContext
-from tests.conftest import make_settings, running_stack, wait_until
+from tempr.streams.runtime import child_env
+from tests.conftest import free_port, make_settings, running_stack, wait_until
 from tests.model_server import ModelServer
 
 pytestmark = pytest.mark.integration
@@ -114,6 +115,25 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
                 message = str(refused.value)
                 assert "768-dimensional" in message and "vector(384)" in message
                 assert "tempr migrate --embedding-model remote-768" in message
+            # And as processes: each exits (no hanging worker) with the message in its output.
+            for command in ("api", "worker"):
+                wrong_env = child_env(wrong.model_copy(update={"port": free_port()}))
+                ran = subprocess.run(
+                    [sys.executable, "-m", "tempr.cli", command],
+                    env=wrong_env,
+                    capture_output=True,
+                    text=True,
+                    timeout=180,
+                )
+                assert ran.returncode != 0
+                assert "tempr migrate --embedding-model remote-768" in ran.stdout + ran.stderr
+
+        # `tempr up` with the new model before the switch gives up and says why (not a timeout).
+        with (
+            pytest.raises(RuntimeError, match="tempr migrate --embedding-model remote-768"),
+            running_stack(local.model_copy(update=remote)),
+        ):
+            pass
 
         # The switch, as an operator runs it: the embedded Postgres of the stopped installation.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
