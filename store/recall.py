@@ -171,28 +171,31 @@ async def semantic_search(
     filters: RecallFilters,
     exact: bool,
     ef_search: int,
+    min_results: int = 0,
 ) -> list[asyncpg.Record]:
-    """``(id, score, fetched)`` by cosine similarity, best first, at or above ``min_similarity``.
+    """``(id, score, fetched)`` by cosine similarity, best first, at or above ``min_similarity``
+    (the nearest ``min_results`` whatever their similarity).
 
     ``fetched`` counts the nearest rows before the similarity floor, so a caller can tell an
     index scan that came back short from a bank that simply has few close facts.
     """
-    where, params = compile_filters(filters, 5)
+    where, params = compile_filters(filters, 6)
     sql = f"""
         WITH nearest AS (
             SELECT u.id, 1 - (u.embedding <=> $2) AS score FROM memory_units u
             WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
             ORDER BY {_order_by_distance(exact)}
             LIMIT $3
-        )
-        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM nearest
-        WHERE score >= $4
+        ),
+        numbered AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS n FROM nearest)
+        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM numbered
+        WHERE score >= $4 OR n <= $5
         ORDER BY score DESC, id
     """
     async with conn.transaction():
         if not exact:
             await _set_ef_search(conn, ef_search)
-        return await conn.fetch(sql, bank_id, _vec(embedding), limit, min_similarity, *params)
+        return await conn.fetch(sql, bank_id, _vec(embedding), limit, min_similarity, min_results, *params)
 
 
 async def keyword_search(

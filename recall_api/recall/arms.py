@@ -90,6 +90,7 @@ async def semantic_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
     args: dict[str, Any] = {
         "limit": ctx.limit,
         "min_similarity": ctx.cfg.semantic_threshold,
+        "min_results": ctx.cfg.semantic_min_results,
         "filters": ctx.filters,
         "ef_search": ctx.ef_search,
     }

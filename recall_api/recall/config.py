@@ -43,6 +43,9 @@ class RecallConfig(BaseModel):
     temporal: bool = True
 
     semantic_threshold: float = Field(default=0.3, ge=-1.0, le=1.0)  # cosine similarity floor
+    # The nearest few are candidates whatever their similarity: a question in words no fact
+    # uses still gets the closest facts, ranked by the same relevance, rather than nothing.
+    semantic_min_results: int = Field(default=5, ge=0)
     rrf_k: int = Field(default=60, ge=0)
     rerank_max_candidates: int = Field(default=300, ge=1)
     # Divisor applied to an arm's ranks before fusion: >1 favours the arm, <1 demotes it.
@@ -62,9 +65,12 @@ class RecallConfig(BaseModel):
 
     rerank: bool = True
     rerank_batch_size: int = Field(default=32, ge=1)
-    # Relevance without a cross-encoder: the query-fact cosine measures it; "fused" spreads
-    # the fused (RRF) scores instead, which measure agreement between arms, not relevance.
+    # Relevance without a cross-encoder: the query-fact cosine, plus `keyword_weight` times
+    # the fact's BM25 score over the best one's (lexical evidence on the same footing for
+    # every candidate, however it was found). "fused" spreads the fused (RRF) scores instead,
+    # which measure agreement between arms, not relevance.
     relevance: Literal["cosine", "fused"] = "cosine"
+    keyword_weight: float = Field(default=0.25, ge=0.0)
 
     graph_seed_count: int = Field(default=20, ge=1)  # top semantic hits the graph expands from
     graph_entity_weight: float = Field(default=0.5, gt=0.0)  # inside tanh(shared * weight)

@@ -224,18 +224,23 @@ async def _hydrate(
     return [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
 
 
-async def _rerank(reranker: Reranker | None, query: str, items: list[Scored], cfg: RecallConfig) -> str:
-    """Relevance of each candidate in [0, 1]: the cross-encoder's when there is one, else
-    the query-fact cosine (`relevance="cosine"`), else the fused scores spread out."""
+async def _rerank(
+    reranker: Reranker | None, query: str, items: list[Scored], cfg: RecallConfig, arms: list[ArmResult]
+) -> str:
+    """Relevance of each candidate: the cross-encoder's when there is one, else the
+    query-fact cosine with the keyword evidence added (`relevance="cosine"`), else the fused
+    scores spread out."""
     cross_encoder = reranker if cfg.rerank else None
     if (
         cross_encoder is None
         and cfg.relevance == "cosine"
         and all(s.row["cosine"] is not None for s in items)
     ):
+        lexical = scoring.relative_scores(next((r.hits for r in arms if r.arm == "keyword"), []))
         for s in items:
-            s.rerank = max(float(s.row["cosine"]), 0.0)
-        return "cosine"
+            cosine = max(float(s.row["cosine"]), 0.0)
+            s.rerank = cosine + cfg.keyword_weight * lexical.get(s.cand.unit_id, 0.0)
+        return "cosine+keyword" if lexical and cfg.keyword_weight else "cosine"
     docs = [format_candidate(s.row["text"], s.when) for s in items]
     scores, method = await rerank_scores(cross_encoder, query, docs, [s.cand.fused_score for s in items])
     for s, score in zip(items, scores, strict=True):
@@ -291,7 +296,7 @@ async def run_recall(
     lap("fusion")
     items = await _hydrate(pool, bank_id, survivors, query.vector)
     lap("hydrate")
-    rerank_method = await _rerank(reranker, req.query, items, cfg)
+    rerank_method = await _rerank(reranker, req.query, items, cfg, results)
     lap("rerank")
     ranked = await _order(pool, bank_id, items, cfg, now, ctx)
     considered = ranked[: ctx.limit * cfg.packing_pool_factor]
