@@ -38,7 +38,12 @@ async def test_fused_ranking_boosts_and_result_shape(db: asyncpg.Pool, api: http
     assert top["scores"]["rrf"] == pytest.approx(sum(1 / (60 + r) for r in top["scores"]["arms"].values()))
     assert top["tags"] == ["t"] and top["source_message_ids"] and top["fact_type"] == "world"
     assert "entities" not in top and "chunk" not in top
-    finals = [r["scores"]["final"] for r in body["results"]]
+    # MMR may move near-identical facts (the fillers) down; without diversity the final
+    # scores are the order.
+    plain = recall(
+        api, bank, "Who teaches sailing lessons? Zorblatt?", query_timestamp=QUERY_TS, preset="no-diversity"
+    )
+    finals = [r["scores"]["final"] for r in plain["results"]]
     assert finals == sorted(finals, reverse=True)
     for b in body["trace"]["boosts"]:
         expected = b["rerank"] * boost(b["recency"], 0.2) * boost(b["temporal"], 0.2) * boost(b["proof"], 0.1)
