@@ -17,7 +17,7 @@ absent from every tool's schema, so an agent cannot wander into another bank by 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
@@ -31,6 +31,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 
 from tempr import __version__
 from tempr.client import AsyncTemprClient, TemprAPIError
+from tempr.recall_api.auth import FORWARDED_AUTHORIZATION
 from tempr.schemas.api import BankStats, DocumentDeleted, EntityPage
 from tempr.schemas.banks import Bank, BankPage, Disposition
 from tempr.schemas.recall import FactType
@@ -299,6 +300,17 @@ def build_mcp_server(
     return server
 
 
+class _CallersKey(httpx.Auth):
+    """Each in-process call carries the key of the `/mcp` request it serves (set by
+    `recall_api.auth.McpAuth`), so the route it calls checks the caller's scopes and banks."""
+
+    def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+        forwarded = FORWARDED_AUTHORIZATION.get()
+        if forwarded:
+            request.headers["Authorization"] = forwarded
+        yield request
+
+
 def mount_mcp(app: FastAPI, *, host: str, bank: str | None = None) -> MCPServer:
     """Serve the tools at `/mcp` in `app`; `mcp_lifespan(app)` must run inside the app's lifespan.
 
@@ -308,7 +320,14 @@ def mount_mcp(app: FastAPI, *, host: str, bank: str | None = None) -> MCPServer:
     """
     # raise_app_exceptions=False: a crash in a route reaches the agent as the 500 any client sees.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    client = AsyncTemprClient("http://tempr.internal", transport=transport, max_retries=0, timeout=300)
+    client = AsyncTemprClient(
+        "http://tempr.internal",
+        transport=transport,
+        max_retries=0,
+        timeout=300,
+        api_key="",  # never the server's own $TEMPR_API_KEY: the caller's key is forwarded
+        auth=_CallersKey(),
+    )
     server = build_mcp_server(client, url="this API (in-process)", bank=bank)
     sub_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host

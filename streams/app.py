@@ -16,6 +16,7 @@ import mode
 from tempr.settings import Settings
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
+from tempr.streams.kafka_security import faust_broker_options
 from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
 __all__ = ["APP_ID", "AppTopics", "create_app"]
@@ -68,6 +69,7 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
         # Faust's own key/value handling stays raw: events are validated by pydantic.
         key_serializer="raw",
         value_serializer="raw",
+        **faust_broker_options(settings),
     )
     ctx = WorkerContext(settings)
     topics = AppTopics(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["register"]
@@ -25,7 +26,7 @@ def register(app: Any, ctx: Any) -> None:
             return
         publisher = state.get("publisher")
         if publisher is None:
-            producer = create_producer(ctx.settings.bootstrap)
+            producer = create_producer(ctx.settings.bootstrap, **kafka_client_options(ctx.settings))
             await producer.start()
             publisher = state["publisher"] = Publisher(ctx.db, producer)
             ctx.on_stop(producer.stop)

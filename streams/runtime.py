@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 import httpx
 from pydantic import SecretStr
 
+from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.settings import Settings
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["Supervisor", "child_env"]
@@ -62,11 +64,13 @@ class Supervisor:
     postgres: EmbeddedPostgres | None = None
     broker: EmbeddedBroker | None = None
     children: list[_Child] = field(default_factory=list)
+    bootstrap_key: str | None = None  # set on the first start with keys: shown once
     _stopping: bool = False
 
     def start_services(self) -> Settings:
         """Start Postgres and the broker (embedded or not), migrate, create topics."""
         s = self.settings
+        check_exposure(s)
         s.data_dir.mkdir(parents=True, exist_ok=True)
         if s.embedded_database:
             self.say(f"starting PostgreSQL + pgvector in {s.pg_dir}")
@@ -85,12 +89,14 @@ class Supervisor:
     async def _prepare(self, s: Settings) -> list[str]:
         assert s.database_url
         applied = await apply_migrations(s.database_url)
-        await ensure_topics(s.bootstrap, s.topic_partitions)
+        await ensure_topics(s.bootstrap, s.topic_partitions, **kafka_client_options(s))
         # An embedded broker starts with an empty log: everything accepted but not yet
         # materialized is published again. An external broker kept its log, so only
         # entries that were never published or are overdue go out.
         pool = await create_pool(s.database_url, max_size=2)
-        producer = create_producer(s.bootstrap)
+        if s.auth_required:
+            self.bootstrap_key = await bootstrap_admin_key(pool, load_pepper(s))
+        producer = create_producer(s.bootstrap, **kafka_client_options(s))
         await producer.start()
         try:
             older = 0.0 if self.broker is not None else s.redeliver_after_s

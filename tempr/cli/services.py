@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tempr.keyring import OpenExposure, check_exposure
 from tempr.settings import Settings, get_settings
 
 __all__ = ["register"]
@@ -38,6 +39,15 @@ def up(
     database_url: Annotated[
         str | None, typer.Option(help="Use this Postgres (with pgvector) instead of the embedded one.")
     ] = None,
+    auth: Annotated[
+        bool | None, typer.Option("--auth", help="Require API keys (TEMPR_AUTH=keys); see README 'Security'.")
+    ] = None,
+    insecure: Annotated[
+        bool | None,
+        typer.Option(
+            "--insecure", help="Serve a non-loopback address without keys (something else checks access)."
+        ),
+    ] = None,
 ) -> None:
     """Run the whole system: Postgres+pgvector, a Kafka-protocol broker, the worker and the API.
 
@@ -55,8 +65,15 @@ def up(
             broker_port=broker_port,
             kafka_bootstrap=kafka_bootstrap,
             database_url=database_url,
+            auth="keys" if auth else None,
+            insecure=insecure,
         )
     )
+    try:
+        check_exposure(settings)
+    except OpenExposure as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
     logging.basicConfig(level=logging.WARNING)
     started = time.monotonic()
     supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]·[/dim] {msg}"))
@@ -67,6 +84,7 @@ def up(
             supervisor.start_children()
             health = supervisor.wait_until_healthy()
         _print_endpoints(settings, health, time.monotonic() - started)
+        _print_access(settings, supervisor.bootstrap_key)
         supervisor.run_forever()
     finally:
         with console.status("stopping…"):
@@ -88,6 +106,19 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
     console.print("Ctrl-C to stop.")
 
 
+def _print_access(settings: Settings, bootstrap_key: str | None) -> None:
+    if not settings.auth_required:
+        console.print(
+            f"[yellow]OPEN mode: no API keys; anyone who reaches {settings.host}:{settings.port} can read "
+            "and write every bank. `tempr up --auth` requires keys.[/yellow]"
+        )
+        return
+    console.print("API keys required (Authorization: Bearer <key>); `tempr keys --help` manages them.")
+    if bootstrap_key is not None:
+        console.print("First start with keys: the admin key for every bank, shown only this once:")
+        console.print(bootstrap_key, style="bold", markup=False, highlight=False, soft_wrap=True)
+
+
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
     from tempr.streams.worker import run_worker
@@ -103,6 +134,11 @@ def api() -> None:
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
+    try:
+        check_exposure(settings)
+    except OpenExposure as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
