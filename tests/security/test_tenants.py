@@ -87,12 +87,19 @@ def test_recall_entities_documents_stay_in_their_tenant(auth_stack: AuthStack, w
 
 
 def test_the_consistency_wait_knows_nothing_of_other_banks(auth_stack: AuthStack, world: World) -> None:
+    with auth_stack.client(world.keys["admin"]) as admin:
+        wait_materialized(admin, A)
+        # A token of B newer than anything in A, and materialized.
+        retained = admin.post(
+            f"/v1/banks/{B}/memories", json={"items": [{"content": "Bruno moved the vase."}]}
+        )
+        token_b = retained.json()["consistency"]["token"]
+        wait_materialized(admin, B)
     with auth_stack.client(world.keys["rw-a"]) as a:
-        wait_materialized(a, A)
-        # B's token is materialized long ago; on A it must not be "done" (the journal's global
-        # head and B's progress do not show): the recall runs into the server's time limit.
+        # On A it must not be "done" (neither the journal's global head nor B's progress shows
+        # through): the recall waits until it runs into the server's time limit.
         started = time.monotonic()
-        r = a.post(f"/v1/banks/{A}/recall", json={"query": "bicycle", "after": world.token_b})
+        r = a.post(f"/v1/banks/{A}/recall", json={"query": "bicycle", "after": token_b})
         assert r.status_code == 504, r.text
         assert "TEMPR_RECALL_TIMEOUT_S" in r.json()["detail"] and time.monotonic() - started >= 5
         token = a.post(f"/v1/banks/{A}/memories", json={"items": [{"content": "Alice bought a bell."}]})
