@@ -5,12 +5,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 __all__ = ["AuditEntry", "AuditPage", "KeyCreate", "KeyCreated", "KeyOut"]
 
 
 class KeyCreate(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"name": "support-bot", "scopes": ["read", "write"], "banks": ["user-123-*"]},
+                {
+                    "name": "nightly-export",
+                    "scopes": ["read"],
+                    "banks": ["*"],
+                    "expires_at": "2027-01-01T00:00:00Z",
+                },
+            ]
+        }
+    )
+
     name: str = Field(min_length=1, max_length=128, description="Who holds the key; names a live key once.")
     scopes: list[str] = Field(min_length=1, max_length=3, description="read, write, admin (independent).")
     banks: list[str] = Field(

@@ -245,3 +245,25 @@ async def test_every_kafka_client_gets_the_options(tmp_path) -> None:
     assert producer.client._sasl_plain_username == "tempr"
     worker_app, _ = create_worker_app(s)
     assert worker_app.conf.broker_credentials.mechanism.value == "SCRAM-SHA-256"
+
+
+@pytest.mark.parametrize("command", [["up", "--host", "0.0.0.0"], ["api"]])
+def test_cli_refuses_to_serve_open_off_loopback_before_starting_anything(
+    command: list[str], tmp_path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
+    env |= {
+        "TEMPR_HOST": "0.0.0.0",
+        "TEMPR_DATA_DIR": str(tmp_path),
+        "TEMPR_DATABASE_URL": "postgresql://x@127.0.0.1:1/x",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "tempr.cli", *command], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 2, out.stderr
+    assert "--insecure" in out.stderr and "TEMPR_AUTH=keys" in out.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing was started or written
