@@ -43,7 +43,7 @@ from tempr.schemas.operations import BankReplayResponse, DeadLetterReplayed
 from tempr.schemas.recall import RecallResponse
 from tempr.schemas.reflect import Opinion, OpinionPage, ReflectResponse
 
-__all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient"]
+__all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient", "api_key_headers"]
 
 M = TypeVar("M", bound=BaseModel)
 _RETRY_STATUS = {429, 502, 503}
@@ -137,7 +137,7 @@ def _profile(model: type[BaseModel], profile: BaseModel | dict | None, fields: d
     return model.model_validate(merged).model_dump(mode="json", exclude_unset=True)
 
 
-def _auth_headers(api_key: str | None) -> dict[str, str]:
+def api_key_headers(api_key: str | None) -> dict[str, str]:
     """`api_key`, else $TEMPR_API_KEY; nothing without either (a server in open mode)."""
     key = api_key if api_key is not None else os.environ.get("TEMPR_API_KEY")
     return {"Authorization": f"Bearer {key}"} if key else {}
@@ -261,7 +261,11 @@ class TemprClient(_Calls):
         auth: httpx.Auth | None = None,
     ) -> None:
         self._http = httpx.Client(
-            base_url=base_url, timeout=timeout, transport=transport, headers=_auth_headers(api_key), auth=auth
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            headers=api_key_headers(api_key),
+            auth=auth,
         )
         self.retry = _Retry(max_retries, backoff_s)
 
@@ -304,7 +308,11 @@ class AsyncTemprClient(_Calls):
         auth: httpx.Auth | None = None,
     ) -> None:
         self._http = httpx.AsyncClient(
-            base_url=base_url, timeout=timeout, transport=transport, headers=_auth_headers(api_key), auth=auth
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            headers=api_key_headers(api_key),
+            auth=auth,
         )
         self.retry = _Retry(max_retries, backoff_s)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from tempr.errors import Conflict, InvalidRequest, NotFound
 from tempr.recall_api.auth import PrincipalDep
@@ -47,6 +47,7 @@ async def replay_dead_letter(
     letter_id: UUID,
     publisher: PublisherDep,
     principal: PrincipalDep,
+    request: Request,
     force: bool = Query(False, description="Replay even if it was replayed before."),
 ) -> DeadLetterReplayed:
     # The row stays locked until the broker acknowledged, so a concurrent replay waits and
@@ -60,6 +61,8 @@ async def replay_dead_letter(
                 letter = None
         if letter is None:
             raise NotFound(f"dead letter {letter_id} not found")
+        if letter["key"] is not None:  # the audit row names the letter's bank
+            request.state.audit["bank"] = letter["key"].split("/", 1)[0]
         if letter["topic"] == DLQ.name:
             raise InvalidRequest("this record failed on the dead-letter topic itself; it is not replayable")
         if letter["replayed_at"] is not None and not force:

@@ -267,3 +267,31 @@ def test_cli_refuses_to_serve_open_off_loopback_before_starting_anything(
     assert out.returncode == 2, out.stderr
     assert "--insecure" in out.stderr and "TEMPR_AUTH=keys" in out.stderr
     assert list(tmp_path.iterdir()) == []  # nothing was started or written
+
+
+async def test_time_limits_answer_504_for_slow_recall_and_reflect_only() -> None:
+    import asyncio
+
+    import httpx
+    from fastapi import FastAPI
+
+    from tempr.recall_api.time_limits import TimeLimits
+
+    app = FastAPI()
+
+    async def slow() -> dict:
+        await asyncio.sleep(2)
+        return {"done": True}
+
+    for path in ("/v1/banks/{b}/recall", "/v1/banks/{b}/reflect", "/v1/banks/{b}/stats"):
+        app.post(path)(slow)
+    app.add_middleware(TimeLimits, settings=Settings(recall_timeout_s=0.2, reflect_timeout_s=0.3))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        recall, reflect, other = await asyncio.gather(
+            client.post("/v1/banks/x/recall"),
+            client.post("/v1/banks/x/reflect"),
+            client.post("/v1/banks/x/stats"),
+        )
+    assert recall.status_code == 504 and "TEMPR_RECALL_TIMEOUT_S" in recall.json()["detail"]
+    assert reflect.status_code == 504 and "0.3s" in reflect.json()["detail"]
+    assert other.status_code == 200 and other.json() == {"done": True}

@@ -143,6 +143,10 @@ def test_dead_letters_show_only_the_keys_banks(auth_stack: AuthStack, world: Wor
         assert all(d["key"].startswith("tenant-a-") for d in admin_a.get("/v1/dead-letters").json())
         assert admin_a.post(f"/v1/dead-letters/{letter_b['id']}/replay").status_code == 404
         assert admin_a.post(f"/v1/dead-letters/{seen[0]['id']}/replay").status_code == 200
+        audit = admin_a.get("/v1/audit", params={"bank_id": A}).json()["items"]
+        assert any(
+            r["action"] == "POST /v1/dead-letters/{letter_id}/replay" and r["status"] == 200 for r in audit
+        )
     with auth_stack.client(world.keys["rw-a"]) as a:
         assert a.get("/v1/dead-letters").status_code == 403
 
