@@ -1,8 +1,9 @@
-"""ASGI: after an admin request is answered, its audit row (who, what, when, bank, status).
+"""ASGI: an admin request's audit row (who, what, when, bank, status), written as its answer
+starts, so the caller never sees an answer whose row is not there yet.
 
 `authorize` marks a request as an admin action; the row is written here because only the
-answer tells how the action ended. A failure to write it is logged, never turned into an error
-for a request that is already answered.
+answer tells how the action ended. A failure to write it is logged, not turned into an error
+for an action that has already happened.
 """
 
 from __future__ import annotations
@@ -26,25 +27,26 @@ class AuditLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status: dict[str, int] = {}
 
-        async def capture(message: Message) -> None:
+        async def record_then_send(message: Message) -> None:
             if message["type"] == "http.response.start":
-                status["code"] = message["status"]
+                entry = scope.get("state", {}).get("audit")
+                if entry is not None:
+                    await _record(scope, entry, message["status"])
             await send(message)
 
-        await self.app(scope, receive, capture)
-        entry = scope.get("state", {}).get("audit")
-        if entry is None:
-            return
-        try:
-            await record_audit(
-                scope["app"].state.pool,
-                actor=entry["actor"],
-                action=entry["action"],
-                bank_id=entry["bank"],
-                status=status.get("code"),
-                detail=entry.get("detail"),
-            )
-        except Exception as exc:
-            log.error("could not write the audit row %s: %r", entry, exc)
+        await self.app(scope, receive, record_then_send)
+
+
+async def _record(scope: Scope, entry: dict, status: int) -> None:
+    try:
+        await record_audit(
+            scope["app"].state.pool,
+            actor=entry["actor"],
+            action=entry["action"],
+            bank_id=entry["bank"],
+            status=status,
+            detail=entry.get("detail"),
+        )
+    except Exception as exc:
+        log.error("could not write the audit row %s: %r", entry, exc)

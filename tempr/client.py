@@ -137,7 +137,7 @@ def _profile(model: type[BaseModel], profile: BaseModel | dict | None, fields: d
     return model.model_validate(merged).model_dump(mode="json", exclude_unset=True)
 
 
-def api_key_headers(api_key: str | None) -> dict[str, str]:
+def api_key_headers(api_key: str | None = None) -> dict[str, str]:
     """`api_key`, else $TEMPR_API_KEY; nothing without either (a server in open mode)."""
     key = api_key if api_key is not None else os.environ.get("TEMPR_API_KEY")
     return {"Authorization": f"Bearer {key}"} if key else {}
