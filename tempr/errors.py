@@ -6,7 +6,8 @@ TemprError
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
-└── UpstreamLLMError    → 502
+├── UpstreamLLMError    → 502
+└── UpstreamModelError  → 502 (an embedding or rerank endpoint failed)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "NotFound",
     "TemprError",
     "UpstreamLLMError",
+    "UpstreamModelError",
 ]
 
 
@@ -50,6 +52,10 @@ class NotConfigured(TemprError):
 
 class UpstreamLLMError(TemprError):
     pass
+
+
+class UpstreamModelError(TemprError):
+    """A remote embedding or rerank endpoint failed or answered nonsense."""
 
 
 class ConsistencyTimeout(TemprError):
