@@ -219,6 +219,8 @@ class DeadLetter(_Event):
     payload: str
     error: str
     failed_at: AwareDatetime
+    # The journal rows the failed record covers: recording the letter parks them.
+    message_event_ids: list[UUID] = Field(default_factory=list)
 
 
 StreamEvent = Annotated[

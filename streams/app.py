@@ -7,7 +7,6 @@ end offsets, which breaks table recovery.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import faust
@@ -16,22 +15,14 @@ import mode
 from tempr.settings import Settings
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
+from tempr.streams.stage import Topics
 from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
-__all__ = ["APP_ID", "AppTopics", "create_app"]
+__all__ = ["APP_ID", "create_app"]
 
 log = logging.getLogger(__name__)
 
 APP_ID = "tempr"
-
-
-@dataclass(frozen=True)
-class AppTopics:
-    messages: Any
-    chunks: Any
-    facts: Any
-    graph: Any
-    dlq: Any
 
 
 def _topic(app: faust.App, spec: TopicSpec, settings: Settings) -> Any:
@@ -70,7 +61,7 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
         value_serializer="raw",
     )
     ctx = WorkerContext(settings)
-    topics = AppTopics(
+    topics = Topics(
         messages=_topic(app, MESSAGES, settings),
         chunks=_topic(app, CHUNKS, settings),
         facts=_topic(app, FACTS, settings),
@@ -96,7 +87,7 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
         resolve_entities,
         segment_messages,
     )
-    from tempr.streams import redelivery
+    from tempr.streams import heartbeat, redelivery
 
     # The last two subscribe only when an LLM is configured.
     for module in (
@@ -109,5 +100,6 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
         consolidate_observations,
     ):
         module.register(app, topics, ctx)
-    redelivery.register(app, ctx)
+    redelivery.register(app, topics, ctx)
+    heartbeat.register(app, ctx)
     return app, ctx

@@ -14,6 +14,7 @@ from tempr.inference.embeddings import Embedder, get_embedder
 from tempr.inference.llm import LLMClient
 from tempr.settings import Settings
 from tempr.store.pool import create_pool
+from tempr.streams.heartbeat import StageBeats
 
 __all__ = ["WorkerContext"]
 
@@ -26,6 +27,7 @@ class WorkerContext:
     pool: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    beats: StageBeats = field(default_factory=StageBeats)
     _llm: LLMClient | None = None
     _stop_callbacks: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
 

@@ -89,14 +89,20 @@ class Supervisor:
         # An embedded broker starts with an empty log: everything accepted but not yet
         # materialized is published again. An external broker kept its log, so only
         # entries that were never published or are overdue go out.
+        # Whatever the journal holds, start: an entry that cannot be published is parked,
+        # and a failure here leaves the rest to the worker's sweeper.
         pool = await create_pool(s.database_url, max_size=2)
         producer = create_producer(s.bootstrap)
         await producer.start()
         try:
             older = 0.0 if self.broker is not None else s.redeliver_after_s
-            count = await Publisher(pool, producer).redeliver(older_than_s=older)
+            count = await Publisher(pool, producer).redeliver(
+                older_than_s=older, max_publishes=s.max_attempts
+            )
             if count:
                 self.say(f"re-published {count} accepted messages not yet materialized")
+        except Exception as exc:
+            self.say(f"re-publishing the journal failed ({exc!r}); the sweeper will try again")
         finally:
             await producer.stop()
             await pool.close()

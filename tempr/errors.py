@@ -5,6 +5,8 @@ TemprError
 ├── InvalidRequest      → 400
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
+│   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
+│   └── Unauthorized    → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
 └── UpstreamLLMError    → 502
 """
@@ -18,7 +20,9 @@ __all__ = [
     "InvalidRequest",
     "NotConfigured",
     "NotFound",
+    "PoisonRecord",
     "TemprError",
+    "UnauthorizedEvent",
     "UpstreamLLMError",
 ]
 
@@ -41,6 +45,14 @@ class Conflict(TemprError):
 
 class InvalidEvent(TemprError):
     """A stream record that cannot be decoded or validated."""
+
+
+class PoisonRecord(InvalidEvent):
+    """A record delivered more times than allowed without being materialized."""
+
+
+class UnauthorizedEvent(InvalidEvent):
+    """A control event (bank_deleted) that tempr's API did not sign."""
 
 
 class NotConfigured(TemprError):
