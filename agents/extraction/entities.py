@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from tempr.agents.extraction.sentences import sentence_spans
+from tempr.agents.extraction.spans import DisjointSpans
 from tempr.schemas.events import EntityMention
 
 __all__ = [
@@ -174,10 +175,11 @@ def _heuristic_spans(
     starts = {s for s, _ in sentence_spans(text)}
     speakers = {s.lower(): s for s in known_speakers if s}
     found: list[tuple[int, EntityMention]] = []
+    held = DisjointSpans(taken)
     for run in _capitalized_runs(tokens):
         first, last = run[0], run[-1]
         span = (first.idx, last.idx + len(last.text))
-        if any(span[0] < e and s < span[1] for s, e in taken):
+        if held.overlaps(span):
             continue
         name = _clean(text[span[0] : span[1]])
         if not _plausible(name):
@@ -234,8 +236,10 @@ def _name_like(tok: Token) -> bool:
 def _sentence_initial(idx: int, text: str, starts: set[int]) -> bool:
     if idx in starts:
         return True
-    before = text[:idx].rstrip()
-    return not before or before[-1] in "\"'\u201c\u2018(:-"
+    j = idx  # the character before the token, past any whitespace (no prefix copy)
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    return j == 0 or text[j - 1] in "\"'\u201c\u2018(:-"
 
 
 def _speaker_mentions(text: str, speakers: dict[str, str]) -> list[tuple[int, EntityMention]]:
