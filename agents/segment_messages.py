@@ -27,6 +27,7 @@ from tempr.schemas.events import (
 from tempr.schemas.ids import stable_id
 from tempr.store import banks, messages
 from tempr.streams.context import WorkerContext
+from tempr.streams.control import control_key, verify_tombstone
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import conversation_key
 
@@ -183,6 +184,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         max_chars=settings.chunk_max_chars,
         idle_s=settings.chunk_idle_s,
     )
+    key = control_key(settings)
 
     async def emit(pending: list[PendingChunk]) -> None:
         for item in pending:
@@ -215,6 +217,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
             elif isinstance(event, EndOfConversation):
                 await emit(segmenter.end(event.bank_id, event.conversation_id, record))
             else:
+                verify_tombstone(event, key)
                 await _apply_tombstone(ctx.db, event)
                 for token in [*segmenter.drop_bank(event.bank_id), record]:
                     if token is not None:

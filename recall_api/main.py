@@ -32,6 +32,7 @@ from tempr.recall_api.routes import (
 )
 from tempr.settings import Settings, get_settings
 from tempr.store.pool import create_pool
+from tempr.streams.control import control_key
 from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["create_app"]
@@ -60,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await producer.start()
         app.state.settings = settings
         app.state.pool = pool
-        app.state.publisher = Publisher(pool, producer)
+        app.state.publisher = Publisher(pool, producer, control_key=control_key(settings))
         app.state.embedder, _ = await asyncio.gather(
             asyncio.to_thread(get_embedder, settings.embedding_model, settings.embedding_batch_size),
             asyncio.to_thread(load_lexicon),

@@ -204,6 +204,8 @@ class BankDeleted(_Event):
     schema_version: Literal[1] = 1
     bank_id: BankId
     deleted_at: AwareDatetime
+    # HMAC by tempr's API (streams/control.py); the segmenter refuses a tombstone without it.
+    signature: str | None = None
 
 
 class DeadLetter(_Event):

@@ -48,7 +48,16 @@ async def beat(pool: asyncpg.Pool, beats: list[Beat]) -> None:
             for b in beats
         ],
     )
-    await pool.execute("DELETE FROM stage_heartbeats WHERE beat_at < now() - interval '1 hour'")
+    # Rows of workers gone for an hour, and of stages no worker runs any more (an LLM
+    # switched off), would read as dead stages forever.
+    await pool.execute(
+        """
+        DELETE FROM stage_heartbeats
+        WHERE beat_at < now() - interval '1 hour'
+           OR (stage <> ALL($1::text[]) AND beat_at < now() - interval '1 minute')
+        """,
+        sorted({b.stage for b in beats}),
+    )
 
 
 async def stage_states(pool: asyncpg.Pool) -> list[StageState]:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from tempr.schemas.events import BankDeleted, DeadLetter, FactsEvent, MessageEvent, encode_event
 from tempr.store import banks, messages
 from tempr.store.dead_letters import record_dead_letter
+from tempr.streams.control import sign_tombstone
 from tempr.streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
 __all__ = [
@@ -86,9 +87,12 @@ class PublishedMessage:
 
 
 class Publisher:
-    def __init__(self, pool: asyncpg.Pool, producer: AIOKafkaProducer) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, producer: AIOKafkaProducer, *, control_key: bytes | None = None
+    ) -> None:
         self.pool = pool
         self.producer = producer
+        self.control_key = control_key
 
     async def accept(self, events: Sequence[MessageEvent]) -> list[PublishedMessage]:
         """Journal (durable), then publish. A broker failure still leaves the events accepted."""
@@ -121,10 +125,13 @@ class Publisher:
         await (await self.producer.send(FACTS.name, value=encode_event(event), key=bank_key(event.bank_id)))
 
     async def publish_tombstone(self, event: BankDeleted) -> None:
-        """On the messages topic, so every stage downstream sees it after the bank's turns."""
+        """On the messages topic, so every stage downstream sees it after the bank's turns;
+        signed, or the segmenter refuses it."""
+        assert self.control_key is not None, "a publisher of control events needs the control key"
+        signed = sign_tombstone(event, self.control_key)
         await (
             await self.producer.send(
-                MESSAGES.name, value=encode_event(event), key=conversation_key(event.bank_id, None)
+                MESSAGES.name, value=encode_event(signed), key=conversation_key(event.bank_id, None)
             )
         )
 

@@ -24,8 +24,10 @@ from tempr.settings import Settings
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
+from tempr.streams.control import control_key
 from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
 from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.runtime_state import RuntimeState
 
 __all__ = ["Supervisor", "child_env"]
 
@@ -62,12 +64,16 @@ class Supervisor:
     postgres: EmbeddedPostgres | None = None
     broker: EmbeddedBroker | None = None
     children: list[_Child] = field(default_factory=list)
+    state: RuntimeState = field(default_factory=RuntimeState)
     _stopping: bool = False
+    _postgres_retry_at: float = 0.0
 
     def start_services(self) -> Settings:
         """Start Postgres and the broker (embedded or not), migrate, create topics."""
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        self.state.save(s.data_dir)  # restarts are counted per run of `tempr up`
+        control_key(s)  # created once, before the API and the worker both want it
         if s.embedded_database:
             self.say(f"starting PostgreSQL + pgvector in {s.pg_dir}")
             self.postgres = EmbeddedPostgres(s.pg_dir)
@@ -145,15 +151,40 @@ class Supervisor:
         raise TimeoutError(f"API not healthy at {url} after {timeout:.0f}s: {last}")
 
     def check_children(self) -> None:
-        """Restart a child that exited on its own (with a short backoff)."""
+        """Restart a child that exited on its own (with a short backoff), and the embedded
+        Postgres if it died; each restart is recorded for /health."""
+        self._check_postgres()
         for child in self.children:
             if self._stopping or child.proc is None or child.proc.poll() is None:
                 continue
             code = child.proc.returncode
             child.restarts += 1
+            self._record_restart(child.name)
             self.say(f"{child.name} exited with {code}; restarting (#{child.restarts})")
             time.sleep(min(5.0, 0.5 * child.restarts))
             self._spawn(child)
+
+    def _check_postgres(self) -> None:
+        if self._stopping or self.postgres is None or time.monotonic() < self._postgres_retry_at:
+            return
+        if self.postgres.alive():
+            return
+        count = self._record_restart("postgres")
+        self.say(f"PostgreSQL is not running; restarting it (#{count})")
+        try:
+            self.postgres.restart()
+            self.say("PostgreSQL is back")
+        except Exception as exc:  # old backends may still hold its memory: try again shortly
+            self.say(f"PostgreSQL did not start yet ({exc!r}); trying again")
+            self._postgres_retry_at = time.monotonic() + 2.0
+
+    def _record_restart(self, name: str) -> int:
+        count = self.state.restarted(name)
+        try:
+            self.state.save(self.settings.data_dir)
+        except OSError as exc:
+            log.warning("could not record the restart of %s: %r", name, exc)
+        return count
 
     def run_forever(self) -> None:
         stop = {"now": False}

@@ -6,7 +6,7 @@ TemprError
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
 │   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
-│   └── Unauthorized    → dead letter (a control event without a valid signature)
+│   └── UnauthorizedEvent → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
 └── UpstreamLLMError    → 502
 """
