@@ -27,6 +27,7 @@ __all__ = [
     "find_entities",
     "get_nlp",
     "merge_mentions",
+    "model_can_parse",
     "tokens_from_doc",
     "tokens_from_text",
 ]
@@ -99,10 +100,25 @@ def get_nlp() -> Any | None:
         return None
 
 
+# spaCy's tokenizer strips a token's affixes one character at a time, copying the rest each
+# time: quadratic in the token's length (10k emoji without a space took 30 s). No word is
+# this long, so a text holding such a run is read by the regex tokenizer instead.
+_MAX_WORD_CHARS = 100
+_LONG_WORD = re.compile(rf"\S{{{_MAX_WORD_CHARS + 1}}}")
+# The parser needs ~1 GB per 100k characters (spaCy's own warning): longer texts go the
+# regex way too, rather than exhausting the worker's memory.
+_MAX_MODEL_CHARS = 100_000
+
+
+def model_can_parse(text: str) -> bool:
+    """Whether spaCy reads ``text`` in bounded memory and linear time."""
+    return len(text) <= _MAX_MODEL_CHARS and _LONG_WORD.search(text) is None
+
+
 def find_entities(text: str, *, known_speakers: Sequence[str] = ()) -> list[EntityMention]:
     """Entity mentions of ``text``, deduplicated case-insensitively, in order of appearance."""
     nlp = get_nlp()
-    if nlp is None:
+    if nlp is None or not model_can_parse(text):
         return _heuristic_entities(text, tokens_from_text(text), known_speakers, taken=[])
     return entities_from_doc(nlp(text), known_speakers=known_speakers)
 
