@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import faust
+from aiokafka.errors import MessageSizeTooLargeError
 
 from tempr.agents.extraction.sentences import sentence_spans
 from tempr.errors import PoisonRecord
@@ -28,7 +29,8 @@ from tempr.schemas.ids import stable_id
 from tempr.store import banks, messages
 from tempr.streams.context import WorkerContext
 from tempr.streams.control import control_key, verify_tombstone
-from tempr.streams.stage import Record, StageSpec, Topics, run_stage
+from tempr.streams.dead_letters import dead_letter_for, deliver_dead_letter
+from tempr.streams.stage import Record, StageSpec, Topics, journal_ids, run_stage
 from tempr.streams.topics import conversation_key
 
 __all__ = ["SPEC", "PendingChunk", "Segmenter", "register"]
@@ -177,6 +179,10 @@ SPEC = StageSpec(
 )
 
 
+def _too_large(exc: BaseException) -> bool:
+    return isinstance(exc, MessageSizeTooLargeError) or isinstance(exc.__cause__, MessageSizeTooLargeError)
+
+
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     settings = ctx.settings
     segmenter = Segmenter(
@@ -189,11 +195,29 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     async def emit(pending: list[PendingChunk]) -> None:
         for item in pending:
             if item.chunk.messages:
-                fut = await topics.chunks.send(
-                    key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
-                    value=encode_event(item.chunk),
-                )
-                await fut
+                try:
+                    fut = await topics.chunks.send(
+                        key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
+                        value=encode_event(item.chunk),
+                    )
+                    await fut
+                except Exception as exc:
+                    if not _too_large(exc):
+                        raise
+                    # Also reached from the idle timer, outside the harness: every turn of
+                    # the chunk is dead-lettered here, and the partition moves on.
+                    for record in item.tokens:
+                        if record is not None:
+                            await deliver_dead_letter(
+                                topics.dlq,
+                                ctx.db,
+                                dead_letter_for(
+                                    stage=SPEC.name,
+                                    message=record.message,
+                                    error=f"its chunk is too large for the broker: {exc!r}",
+                                    message_event_ids=journal_ids(record.event),
+                                ),
+                            )
             for record in item.tokens:
                 if record is not None:
                     await record.ack()

@@ -142,8 +142,14 @@ class BatchRunner:
                 delay = min(delay * 2, 10.0)
                 continue
             except Exception as exc:  # one bad record must not stop the pipeline
-                reason = str(exc) if isinstance(exc, TemprError) else repr(exc)
-                log.warning("stage failed on a batch of %d: %s", len(records), reason, exc_info=exc)
+                expected = isinstance(exc, TemprError)  # a refusal, not a bug: no traceback
+                reason = str(exc) if expected else repr(exc)
+                log.warning(
+                    "stage failed on a batch of %d: %s",
+                    len(records),
+                    reason,
+                    exc_info=None if expected else exc,
+                )
             if len(records) == 1:
                 await self.on_failure(records[0], reason)
                 return
