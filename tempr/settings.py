@@ -89,6 +89,9 @@ class Settings(BaseSettings):
             and (self.llm_api_key.get_secret_value() == "not-needed")
         ):
             raise ValueError("TEMPR_LLM_API_KEY must be set when TEMPR_ENVIRONMENT=production")
+        if self.environment == "production" and self.control_key is None:
+            # Replicas do not share a data directory, so each would sign with its own key.
+            raise ValueError("TEMPR_CONTROL_KEY must be set when TEMPR_ENVIRONMENT=production")
         return self
 
     @property
