@@ -21,9 +21,9 @@ import asyncpg
 import faust
 import numpy as np
 
-from tempr.agents.prompts import consolidate_observations as prompt
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
+from tempr.inference.prompts import consolidate_observations as prompt
 from tempr.schemas.events import (
     EntityMention,
     ExtractedFact,

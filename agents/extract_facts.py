@@ -59,8 +59,11 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
     if ctx.settings.llm_configured:
         from tempr.agents.extraction.llm import extract_with_llm
 
+        llm = ctx.llm
+        assert llm is not None  # llm_configured
+
         async def with_llm(chunk: ChunkEvent) -> list[ExtractedFact]:
-            return await extract_with_llm(chunk, ctx.llm)
+            return await extract_with_llm(chunk, llm)
 
         return with_llm
 

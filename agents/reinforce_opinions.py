@@ -17,9 +17,9 @@ from uuid import UUID
 import asyncpg
 import faust
 
-from tempr.agents.prompts import evaluate_opinion
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
+from tempr.inference.prompts import evaluate_opinion
 from tempr.schemas.banks import Bank
 from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, encode_event
 from tempr.schemas.ids import stable_id

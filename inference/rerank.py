@@ -1,4 +1,5 @@
-"""Cross-encoder reranking of recall candidates, with an RRF-rank fallback when no model is set.
+"""Rerankers: a small protocol, a local sentence-transformers CrossEncoder and a remote
+`/rerank` endpoint (TEI's or Cohere's shape), chosen by settings.
 
 The model (``settings.reranker_model``, a sentence-transformers CrossEncoder name or path) is
 loaded on first use, not at import or startup, and scored in a worker thread so the event
@@ -12,41 +13,45 @@ import asyncio
 import os
 import threading
 from collections.abc import Sequence
-from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tempr.recall_api.recall.scoring import sigmoid_normalize, synthetic_scores, synthetic_scores_from_fused
+import httpx
+
+from tempr.errors import TemprError
+
+if TYPE_CHECKING:
+    from tempr.settings import Settings
 
 __all__ = [
     "RERANK_BATCH_SIZE",
+    "CrossEncoderReranker",
+    "RemoteReranker",
+    "RerankServiceError",
     "Reranker",
-    "format_candidate",
     "get_reranker",
-    "normalize_scores",
-    "rerank_scores",
+    "reranker_from_settings",
 ]
 
 RERANK_BATCH_SIZE = 32
 
 
-def format_candidate(text: str, when: datetime | None) -> str:
-    """``"[June 5, 2023] text"``; undated facts go in as they are."""
-    if when is None:
-        return text
-    return f"[{when:%B} {when.day}, {when.year}] {text}"
+class Reranker(Protocol):
+    """Scores documents against a query; higher is more relevant. Raw scores: recall
+    normalizes them per query (`tempr.recall_api.recall.rerank`)."""
+
+    method: str
+
+    async def ascore(self, query: str, documents: Sequence[str]) -> list[float]: ...
 
 
-def normalize_scores(raw: Sequence[float]) -> list[float]:
-    """Scores of one query's candidates in [0, 1]: kept if all already are, else sigmoid."""
-    return sigmoid_normalize(raw)
-
-
-class Reranker:
+class CrossEncoderReranker:
     """A lazily loaded CrossEncoder; predictions serialized (torch already uses every core)."""
 
-    def __init__(self, model: str, *, batch_size: int = RERANK_BATCH_SIZE) -> None:
+    def __init__(self, model: str, *, batch_size: int = RERANK_BATCH_SIZE, device: str = "cpu") -> None:
         self.model_name = model
+        self.device = device
+        self.method = f"cross-encoder:{model}"
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
@@ -57,7 +62,7 @@ class Reranker:
 
             if os.path.isdir(self.model_name):
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            self._model = CrossEncoder(self.model_name, device="cpu")
+            self._model = CrossEncoder(self.model_name, device=self.device)
         return self._model
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
@@ -82,27 +87,84 @@ class Reranker:
         return await asyncio.to_thread(self.score, query, documents)
 
 
-@lru_cache(maxsize=4)
-def get_reranker(model: str | None) -> Reranker | None:
-    """The process-wide reranker for ``model``; None when no model is configured."""
-    return Reranker(model) if model else None
+class RerankServiceError(TemprError):
+    """The rerank endpoint failed or answered something that is not scores."""
 
 
-async def rerank_scores(
-    reranker: Reranker | None,
-    query: str,
-    documents: Sequence[str],
-    fused: Sequence[float] | None = None,
-) -> tuple[list[float], str]:
-    """Normalized relevance for rank-ordered documents, and how it was obtained.
+class RemoteReranker:
+    """`POST {base_url}/rerank`: TEI (`http://host:8080`) or Cohere-style (`.../v1`).
 
-    Without a reranker the fused (RRF) scores become synthetic scores over [0.1, 1.0], so
-    the later multiplicative boosts still act on a meaningful base (by rank alone when the
-    fused scores are not given).
+    The body carries the documents as both `texts` (TEI) and `documents` (Cohere, Jina, vLLM);
+    the answer is read in either shape: a list of `{index, score}` or `{"results": [{index,
+    relevance_score}]}`.
     """
-    if reranker is None:
-        if fused is not None:
-            return synthetic_scores_from_fused(fused), "synthetic"
-        return synthetic_scores(len(documents)), "synthetic"
-    raw = await reranker.ascore(query, documents)
-    return normalize_scores(raw), f"cross-encoder:{reranker.model_name}"
+
+    def __init__(
+        self, model: str, base_url: str, *, api_key: str | None = None, timeout_s: float = 60.0
+    ) -> None:
+        self.model_name = model
+        self.method = f"rerank-endpoint:{model}"
+        self._url = base_url.rstrip("/") + "/rerank"
+        self._client = httpx.AsyncClient(
+            timeout=timeout_s, headers={"authorization": f"Bearer {api_key}"} if api_key else {}
+        )
+
+    async def ascore(self, query: str, documents: Sequence[str]) -> list[float]:
+        if not documents:
+            return []
+        docs = list(documents)
+        body = {
+            "model": self.model_name,
+            "query": query,
+            "texts": docs,
+            "documents": docs,
+            "top_n": len(docs),
+        }
+        try:
+            response = await self._client.post(self._url, json=body)
+        except httpx.HTTPError as exc:
+            raise RerankServiceError(f"rerank endpoint {self._url} unreachable: {exc!r}") from exc
+        if response.status_code != 200:
+            raise RerankServiceError(
+                f"rerank endpoint {self._url} answered {response.status_code}: {response.text[:300]}"
+            )
+        try:
+            payload = response.json()
+            items = payload["results"] if isinstance(payload, dict) else payload
+            scores = {int(i["index"]): float(i.get("relevance_score", i.get("score"))) for i in items}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RerankServiceError(f"rerank endpoint {self._url} sent no scores: {exc!r}") from exc
+        if sorted(scores) != list(range(len(docs))):
+            raise RerankServiceError(
+                f"rerank endpoint {self._url}: scores for {len(scores)} of {len(docs)} documents"
+            )
+        return [scores[i] for i in range(len(docs))]
+
+
+@lru_cache(maxsize=4)
+def get_reranker(
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    device: str = "cpu",
+    timeout_s: float = 60.0,
+) -> Reranker | None:
+    """The process-wide reranker for ``model`` (remote when `base_url` is given); None when no
+    model is configured. Nothing is loaded or called here."""
+    if not model:
+        return None
+    if base_url:
+        return RemoteReranker(model, base_url, api_key=api_key, timeout_s=timeout_s)
+    return CrossEncoderReranker(model, device=device)
+
+
+def reranker_from_settings(settings: Settings) -> Reranker | None:
+    key = settings.reranker_api_key
+    return get_reranker(
+        settings.reranker_model,
+        base_url=settings.reranker_base_url,
+        api_key=key.get_secret_value() if key else None,
+        device=settings.model_device,
+        timeout_s=settings.model_timeout_s,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -116,7 +117,7 @@ async def mark_processed(conn: asyncpg.Connection, ids: Sequence[UUID]) -> int:
 class DueEntry:
     seq: int
     event_id: UUID
-    payload: dict  # validated by the caller: a row that no longer validates is parked there
+    payload: dict[str, Any]  # validated by the caller: a row that no longer validates is parked there
     publish_count: int
 
 

@@ -14,6 +14,10 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pgserver.postgres_server import PostgresServer
 
 import psutil
 
@@ -63,7 +67,7 @@ def wait_port_free(host: str, port: int, timeout: float) -> None:
 class EmbeddedPostgres:
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata
-        self._server = None
+        self._server: PostgresServer | None = None
 
     def start(self) -> str:
         import pgserver
@@ -79,10 +83,10 @@ class EmbeddedPostgres:
         from pgserver.postgres_server import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(self.pgdata)
-        if info is None or not info.is_running():
+        if info is None or info.process is None or not info.is_running():
             return False
         try:  # a killed postmaster nobody reaped yet still "runs" as a zombie
-            return info.process.status() != psutil.STATUS_ZOMBIE
+            return bool(info.process.status() != psutil.STATUS_ZOMBIE)
         except psutil.Error:
             return False
 
@@ -99,7 +103,7 @@ class EmbeddedPostgres:
         if self._server is None:
             return
         try:
-            pgserver.pg_ctl(
+            pgserver.pg_ctl(  # type: ignore[attr-defined]  # made at import by pgserver._commands
                 ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user, timeout=60
             )
         except subprocess.CalledProcessError:

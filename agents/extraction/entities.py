@@ -17,8 +17,8 @@ from functools import lru_cache
 from typing import Any
 
 from tempr.agents.extraction.sentences import sentence_spans
-from tempr.agents.extraction.spans import DisjointSpans
 from tempr.schemas.events import EntityMention
+from tempr.spans import DisjointSpans
 
 __all__ = [
     "MODEL_NAME",

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from tempr.agents.extraction.dates import TimeRange, find_time_ranges, format_time_range
 from tempr.agents.extraction.entities import (
     Token,
     entities_from_doc,
@@ -38,6 +37,7 @@ from tempr.agents.extraction.entities import (
 )
 from tempr.agents.extraction.sentences import sentence_spans
 from tempr.agents.extraction.substance import carries_substance, content_words
+from tempr.dates import TimeRange, find_time_ranges, format_time_range
 from tempr.schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
 from tempr.schemas.ids import stable_id
 

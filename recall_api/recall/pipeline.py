@@ -16,13 +16,14 @@ import numpy as np
 
 from tempr.errors import ConsistencyTimeout, InvalidRequest
 from tempr.inference.embeddings import Embedder
-from tempr.inference.rerank import Reranker, format_candidate, rerank_scores
+from tempr.inference.rerank import Reranker
 from tempr.recall_api.recall import fusion, scoring
 from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
+from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
 from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
 from tempr.recall_api.recall.temporal import (
     EventAnchor,
@@ -96,7 +97,8 @@ class Scored:
 
     @property
     def when(self) -> datetime | None:
-        return self.row["occurred_start"] or self.row["mentioned_at"]
+        when: datetime | None = self.row["occurred_start"] or self.row["mentioned_at"]
+        return when
 
 
 def _filters(req: RecallRequest) -> sql.RecallFilters:
@@ -111,7 +113,7 @@ def _filters(req: RecallRequest) -> sql.RecallFilters:
 
 
 def _span_middle(row: asyncpg.Record) -> datetime | None:
-    start = row["occurred_start"] or row["mentioned_at"]
+    start: datetime | None = row["occurred_start"] or row["mentioned_at"]
     end = row["occurred_end"]
     return start + (end - start) / 2 if start and end and end > start else start
 
@@ -208,7 +210,8 @@ async def run_recall(
     results: list[ArmResult] = list(await asyncio.gather(*(run_arm(pool, a, ctx) for a in arms)))
     lap("arms")
 
-    fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, cfg.arm_boosts)
+    boosts = {str(arm): boost for arm, boost in cfg.arm_boosts.items()}  # fusion keys arms by name
+    fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
 

@@ -54,7 +54,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any
 
-from tempr.agents.extraction.spans import DisjointSpans
+from tempr.spans import DisjointSpans
 
 __all__ = [
     "TimeRange",
@@ -694,7 +694,8 @@ def _widen(text: str, tr: TimeRange, ref: datetime) -> TimeRange:
     around = _AROUND_DATE.search(before)
     if around and not tr.relative:
         unit, rel = around.group("unit").lower(), around.group("rel").lower()
-        return replace(tr, **_around(tr.start.date(), unit, rel), relative=False)
+        window = _around(tr.start.date(), unit, rel)
+        return replace(tr, start=window["start"], end=window["end"], relative=False)
     return tr
 
 
