@@ -33,6 +33,7 @@ from tempr.recall_api.routes import (
 from tempr.settings import Settings, get_settings
 from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
+from tempr.streams.control import control_key
 from tempr.streams.publisher import Publisher, create_producer
 
 __all__ = ["create_app"]
@@ -70,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await producer.start()
         app.state.settings = settings
         app.state.pool = pool
-        app.state.publisher = Publisher(pool, producer)
+        app.state.publisher = Publisher(pool, producer, control_key=control_key(settings))
         app.state.embedder = embedder
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
         try:

@@ -5,6 +5,8 @@ TemprError
 ├── InvalidRequest      → 400
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
+│   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
+│   └── UnauthorizedEvent → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
 ├── UpstreamLLMError    → 502
 └── UpstreamModelError  → 502 (an embedding or rerank endpoint failed)
@@ -19,7 +21,9 @@ __all__ = [
     "InvalidRequest",
     "NotConfigured",
     "NotFound",
+    "PoisonRecord",
     "TemprError",
+    "UnauthorizedEvent",
     "UpstreamLLMError",
     "UpstreamModelError",
 ]
@@ -43,6 +47,14 @@ class Conflict(TemprError):
 
 class InvalidEvent(TemprError):
     """A stream record that cannot be decoded or validated."""
+
+
+class PoisonRecord(InvalidEvent):
+    """A record delivered more times than allowed without being materialized."""
+
+
+class UnauthorizedEvent(InvalidEvent):
+    """A control event (bank_deleted) that tempr's API did not sign."""
 
 
 class NotConfigured(TemprError):

@@ -68,6 +68,23 @@ class Settings(BaseSettings):
     redeliver_after_s: float = Field(default=120.0, gt=0)
     sweep_interval_s: float = Field(default=15.0, gt=0)
 
+    # Poison: a stage's time budget per record (a batch that overruns it is retried record by
+    # record, and a record that overruns it alone is dead-lettered), and how many times a
+    # message may be delivered without being materialized before it is parked.
+    stage_record_timeout_s: float = Field(default=300.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+
+    # Health: stages beat every `heartbeat_interval_s`; /health is not ok when a stage has not
+    # beaten for `health_stale_after_s`, is busy on one batch past its budget, or the oldest
+    # accepted message waits longer than `health_max_backlog_age_s`.
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    health_stale_after_s: float = Field(default=30.0, gt=0)
+    health_max_backlog_age_s: float = Field(default=900.0, gt=0)
+
+    # Control events (bank_deleted) on the messages topic must carry an HMAC with this key;
+    # without it, a key generated once and kept in the data directory is used.
+    control_key: SecretStr | None = None
+
     # Read-your-writes: longest a recall waits for its `after` token.
     max_consistency_wait_s: float = Field(default=30.0, ge=0)
 
@@ -81,6 +98,9 @@ class Settings(BaseSettings):
             and (self.llm_api_key.get_secret_value() == "not-needed")
         ):
             raise ValueError("TEMPR_LLM_API_KEY must be set when TEMPR_ENVIRONMENT=production")
+        if self.environment == "production" and self.control_key is None:
+            # Replicas do not share a data directory, so each would sign with its own key.
+            raise ValueError("TEMPR_CONTROL_KEY must be set when TEMPR_ENVIRONMENT=production")
         return self
 
     @property
