@@ -8,7 +8,6 @@ neither 401 nor 403 tells a caller anything about other tenants.
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -18,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tempr.access import OPEN, Principal
 from tempr.access import Scope as KeyScope
 from tempr.keyring import authenticate
+from tempr.recall_api.mcp_server import FORWARDED_AUTHORIZATION
 from tempr.recall_api.rate_limit import RateLimiter
 
 __all__ = [
@@ -70,13 +70,6 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("DELETE", "/v1/keys/{key}"): Rule(_A, every_bank=True),
     ("GET", "/v1/audit"): Rule(_A),  # rows of the banks the key sees
 }
-
-# Set by `McpAuth` for the duration of an `/mcp` request: the MCP tools call the API
-# in-process and send the caller's own key with each call, so every tool is checked by the
-# route it calls, with the caller's scopes and banks.
-FORWARDED_AUTHORIZATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "tempr_forwarded_authorization", default=None
-)
 
 
 def _unauthorized(detail: str) -> HTTPException:
@@ -145,8 +138,10 @@ PrincipalDep = Annotated[Principal, Depends(principal_of)]
 
 
 class McpAuth:
-    """ASGI: `/mcp` (a plain Starlette route, outside FastAPI's dependencies) needs a valid key;
-    the key is then forwarded to the routes the tools call (see FORWARDED_AUTHORIZATION)."""
+    """ASGI: `/mcp` (a plain Starlette route, outside FastAPI's dependencies) needs a valid key.
+
+    The MCP tools call the API in-process; FORWARDED_AUTHORIZATION carries the caller's own key
+    to every route a tool calls, so each tool is checked with the caller's scopes and banks."""
 
     def __init__(self, app: ASGIApp, path: str) -> None:
         self.app = app

@@ -16,28 +16,37 @@ absent from every tool's schema, so an agent cannot wander into another bank by 
 
 from __future__ import annotations
 
+import contextvars
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 import httpx
-from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AwareDatetime, BaseModel, Field
 
 from tempr import __version__
 from tempr.client import AsyncTemprClient, TemprAPIError
-from tempr.recall_api.auth import FORWARDED_AUTHORIZATION
 from tempr.schemas.api import BankStats, DocumentDeleted, EntityPage
 from tempr.schemas.banks import Bank, BankPage, Disposition
 from tempr.schemas.recall import FactType
 from tempr.schemas.reflect import ReflectResponse
 
-__all__ = ["MCP_PATH", "TemprTools", "build_mcp_server", "mcp_lifespan", "mount_mcp"]
+if TYPE_CHECKING:  # the stdio server (`tempr mcp`, the `cli` extra) runs without FastAPI
+    from fastapi import FastAPI
+
+__all__ = [
+    "FORWARDED_AUTHORIZATION",
+    "MCP_PATH",
+    "TemprTools",
+    "build_mcp_server",
+    "mcp_lifespan",
+    "mount_mcp",
+]
 
 MCP_PATH = "/mcp"
 T = TypeVar("T")
@@ -300,11 +309,18 @@ def build_mcp_server(
     return server
 
 
+# Set by `recall_api.auth.McpAuth` for the duration of an `/mcp` request. Here rather than in
+# auth.py so that `tempr mcp` (stdio) imports nothing of the server.
+FORWARDED_AUTHORIZATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "tempr_forwarded_authorization", default=None
+)
+
+
 class _CallersKey(httpx.Auth):
     """Each in-process call carries the key of the `/mcp` request it serves (set by
     `recall_api.auth.McpAuth`), so the route it calls checks the caller's scopes and banks."""
 
-    def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         forwarded = FORWARDED_AUTHORIZATION.get()
         if forwarded:
             request.headers["Authorization"] = forwarded

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tempr.settings import Settings
 
@@ -29,7 +29,7 @@ class TimeLimits:
             return
         started = False
 
-        async def track(message: dict) -> None:
+        async def track(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
             await send(message)

@@ -316,7 +316,7 @@ class AsyncTemprClient(_Calls):
         )
         self.retry = _Retry(max_retries, backoff_s)
 
-    async def _send(self, call: _Call[M]) -> M:  # type: ignore[override]
+    async def _send(self, call: _Call[M]) -> M:
         attempt = 0
         while True:
             try:

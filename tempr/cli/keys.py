@@ -10,15 +10,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import asyncpg
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from tempr.cli.services import require_server
 from tempr.errors import TemprError
-from tempr.settings import Settings
+
+if TYPE_CHECKING:  # the lean (client-only) install has neither
+    import asyncpg
+
+    from tempr.settings import Settings
 
 __all__ = ["register"]
 
@@ -35,7 +39,10 @@ DataDirOption = Annotated[
 
 
 def _settings(data_dir: Path | None) -> Settings:
-    return Settings(**({"data_dir": data_dir} if data_dir is not None else {}))
+    require_server("keys")
+    from tempr.settings import Settings
+
+    return Settings() if data_dir is None else Settings(data_dir=data_dir)
 
 
 @asynccontextmanager

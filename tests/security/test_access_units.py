@@ -137,8 +137,8 @@ def test_open_mode_is_refused_off_loopback(overrides: dict, refused: bool) -> No
 
 def test_production_with_keys_needs_an_explicit_pepper() -> None:
     with pytest.raises(ValidationError, match="TEMPR_AUTH_PEPPER"):
-        Settings(environment="production", auth="keys")
-    Settings(environment="production", auth="keys", auth_pepper="p" * 32)
+        Settings(environment="production", auth="keys", control_key="c" * 32)
+    Settings(environment="production", auth="keys", auth_pepper="p" * 32, control_key="c" * 32)
 
 
 def test_policy_lists_every_route_of_the_app() -> None:
