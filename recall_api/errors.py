@@ -13,6 +13,7 @@ from tempr.errors import (
     NotFound,
     TemprError,
     UpstreamLLMError,
+    UpstreamModelError,
 )
 
 __all__ = ["STATUS_BY_ERROR", "install_error_handlers"]
@@ -24,6 +25,7 @@ STATUS_BY_ERROR: dict[type[TemprError], int] = {
     ConsistencyTimeout: 504,
     NotConfigured: 501,
     UpstreamLLMError: 502,
+    UpstreamModelError: 502,
 }
 
 

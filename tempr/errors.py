@@ -8,7 +8,8 @@ TemprError
 │   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
 │   └── UnauthorizedEvent → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
-└── UpstreamLLMError    → 502
+├── UpstreamLLMError    → 502
+└── UpstreamModelError  → 502 (an embedding or rerank endpoint failed)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "TemprError",
     "UnauthorizedEvent",
     "UpstreamLLMError",
+    "UpstreamModelError",
 ]
 
 
@@ -62,6 +64,10 @@ class NotConfigured(TemprError):
 
 class UpstreamLLMError(TemprError):
     pass
+
+
+class UpstreamModelError(TemprError):
+    """A remote embedding or rerank endpoint failed or answered nonsense."""
 
 
 class ConsistencyTimeout(TemprError):

@@ -61,7 +61,9 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
         raise InvalidRequest(f"invalid 'after' token: {exc}") from None
     started = time.monotonic()
     deadline = started + timeout_s
-    while await sql.journal_head(pool) < seq or await messages.pending_up_to(pool, bank_id, seq):
+    # The bank's own head, not the journal's: how far other banks' messages got must not show
+    # through a wait (a token of another bank waits here until it times out).
+    while await messages.max_seq(pool, bank_id) < seq or await messages.pending_up_to(pool, bank_id, seq):
         if time.monotonic() >= deadline:
             raise ConsistencyTimeout(
                 f"bank {bank_id!r} has not materialized up to {token!r} within {timeout_s:g}s; "
