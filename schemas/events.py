@@ -236,8 +236,9 @@ StreamEvent = Annotated[
     | DeadLetter,
     Field(discriminator="event_type"),
 ]
-# mypy reads the Annotated union as a bare UnionType, not a type form; pydantic takes it.
-_adapter: TypeAdapter[Any] = TypeAdapter(StreamEvent)  # type: ignore[arg-type]
+# mypy reads the Annotated union as a bare UnionType, not a type form (in some of its runs:
+# hence unused-ignore too); pydantic takes it.
+_adapter: TypeAdapter[Any] = TypeAdapter(StreamEvent)  # type: ignore[arg-type, unused-ignore]
 
 
 def decode_event(raw: bytes | str) -> Any:
