@@ -14,6 +14,7 @@ from tempr import __version__
 from tempr.inference.embeddings import get_embedder
 from tempr.inference.llm import LLMClient
 from tempr.recall_api.errors import install_error_handlers
+from tempr.recall_api.guards import BodyLimit, LoopbackOnly, is_loopback
 from tempr.recall_api.mcp_server import mcp_lifespan, mount_mcp
 from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.recall.inflections import load_lexicon
@@ -84,6 +85,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.state.metrics = ApiMetrics()
     app.add_middleware(_Metrics, metrics=app.state.metrics)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if is_loopback(settings.host):
+        app.add_middleware(LoopbackOnly)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(memories.router)

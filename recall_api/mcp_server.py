@@ -308,7 +308,7 @@ def mount_mcp(app: FastAPI, *, host: str, bank: str | None = None) -> MCPServer:
     """
     # raise_app_exceptions=False: a crash in a route reaches the agent as the 500 any client sees.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    client = AsyncTemprClient("http://tempr.internal", transport=transport, max_retries=0, timeout=300)
+    client = AsyncTemprClient("http://localhost", transport=transport, max_retries=0, timeout=300)
     server = build_mcp_server(client, url="this API (in-process)", bank=bank)
     sub_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host

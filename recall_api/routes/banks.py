@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from tempr.errors import NotFound
 from tempr.recall_api.bank_profile import load_bank, merge_background
-from tempr.recall_api.deps import BankIdPath, OptionalLLMDep, PoolDep, PublisherDep
+from tempr.recall_api.deps import BankIdPath, OffsetQuery, OptionalLLMDep, PoolDep, PublisherDep
 from tempr.schemas.api import BankStats, ErrorBody
 from tempr.schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
 from tempr.schemas.events import BankDeleted
@@ -27,9 +27,7 @@ _NOT_FOUND = {404: {"model": ErrorBody, "description": "The bank does not exist.
 
 
 @router.get("", response_model=BankPage, summary="List banks, by id")
-async def list_banks(
-    pool: PoolDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)
-) -> BankPage:
+async def list_banks(pool: PoolDep, offset: OffsetQuery, limit: int = Query(100, ge=1, le=1000)) -> BankPage:
     rows = await banks.list_banks(pool, limit=limit, offset=offset)
     return BankPage(
         items=[to_bank(r) for r in rows], total=await banks.count_banks(pool), limit=limit, offset=offset

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import asyncpg
 from fastapi import APIRouter, Query, status
 
-from tempr.recall_api.deps import BankIdPath, PoolDep, PublisherDep
+from tempr.recall_api.deps import BankIdPath, OffsetQuery, PoolDep, PublisherDep
 from tempr.schemas.api import (
     ConsistencyToken,
     Memory,
@@ -94,8 +94,8 @@ async def _apply_document_versions(pool: asyncpg.Pool, bank_id: str, items: list
 async def list_memories(
     bank_id: BankIdPath,
     pool: PoolDep,
+    offset: OffsetQuery,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
     fact_type: str | None = Query(None, pattern="^(world|experience|opinion|observation)$"),
 ) -> MemoryPage:
     rows = await memories.list_units(pool, bank_id, limit=limit, offset=offset, fact_type=fact_type)

@@ -58,6 +58,7 @@ def up(
         )
     )
     logging.basicConfig(level=logging.WARNING)
+    _warn_if_exposed(settings)
     started = time.monotonic()
     supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]·[/dim] {msg}"))
     try:
@@ -72,6 +73,14 @@ def up(
         with console.status("stopping…"):
             supervisor.stop()
         console.print("tempr stopped")
+
+
+def _warn_if_exposed(settings: Settings) -> None:
+    from tempr.recall_api.guards import exposure_warning
+
+    warning = exposure_warning(settings.host)
+    if warning:
+        console.print(f"[bold red]WARNING:[/bold red] {warning}")
 
 
 def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
@@ -103,6 +112,7 @@ def api() -> None:
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
+    _warn_if_exposed(settings)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
