@@ -16,7 +16,7 @@ import asyncpg
 from tempr.agents.resolution.near_duplicates import same_statement
 from tempr.errors import InvalidEvent
 from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, decode_event
-from tempr.store import banks, entities, links, memories, messages, opinions, watermarks
+from tempr.store import bank_locks, banks, entities, links, memories, messages, opinions, watermarks
 from tempr.streams.dead_letters import send_dead_letter
 
 __all__ = ["NEAR_DUPLICATE_COSINE", "apply_event", "apply_graph_event", "register"]
@@ -166,6 +166,7 @@ async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | O
     if not batch:
         return
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.share_banks_for_writes(conn, (graph.bank_id for _, graph in batch))
         for event, graph in batch:
             if await apply_event(conn, graph):
                 await watermarks.advance_watermark(

@@ -83,7 +83,12 @@ class Segmenter:
         self, message: MessageEvent, token: Any = None, *, now: float | None = None
     ) -> list[PendingChunk]:
         now = time.monotonic() if now is None else now
-        pieces = split_long_item(message, self.max_chars, self.max_facts)
+        cost = fact_cost(message.content)
+        if len(message.content) <= self.max_chars and cost <= self.max_facts:
+            pieces, costs = [message], [cost]
+        else:
+            pieces = split_long_item(message, self.max_chars, self.max_facts)
+            costs = [fact_cost(p.content) for p in pieces]
         if message.conversation_id is None:
             # The record is acked once, after its last piece is sent.
             return [
@@ -91,16 +96,15 @@ class Segmenter:
                 for i, piece in enumerate(pieces)
             ]
         out: list[PendingChunk] = []
-        for i, piece in enumerate(pieces):
-            out.extend(self._buffer(piece, token if i == len(pieces) - 1 else None, now))
+        for i, (piece, piece_cost) in enumerate(zip(pieces, costs, strict=True)):
+            out.extend(self._buffer(piece, piece_cost, token if i == len(pieces) - 1 else None, now))
         return out
 
-    def _buffer(self, message: MessageEvent, token: Any, now: float) -> list[PendingChunk]:
+    def _buffer(self, message: MessageEvent, cost: int, token: Any, now: float) -> list[PendingChunk]:
         assert message.conversation_id is not None
         key = (message.bank_id, message.conversation_id)
         buf = self._buffers.setdefault(key, _Buffer())
         out: list[PendingChunk] = []
-        cost = fact_cost(message.content)
         if buf.messages and (
             buf.chars + len(message.content) > self.max_chars or buf.facts + cost > self.max_facts
         ):

@@ -38,6 +38,8 @@ def check_text(value: str) -> str:
     """No NUL and no lone surrogate (the only code points UTF-8 and Postgres text refuse)."""
     if "\x00" in value:
         raise ValueError("must not contain NUL (\\u0000)")
+    if value.isascii():
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -47,7 +49,7 @@ def check_text(value: str) -> str:
 
 def _content(value: str) -> str:
     check_text(value)
-    size = len(value.encode("utf-8"))
+    size = len(value) if value.isascii() else len(value.encode("utf-8"))
     if size > limits().max_content_bytes:
         raise ValueError(f"is {size} bytes, more than TEMPR_MAX_CONTENT_BYTES ({limits().max_content_bytes})")
     return value
@@ -78,6 +80,8 @@ _PART_KEYS = frozenset({"part", "parts"})
 
 
 def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    if not value:
+        return value
     bounds = limits()
     check_json_value(value, max_depth=bounds.max_metadata_depth)
     # The segmenter numbers the parts of a long item in its metadata (`part`, `parts`): those

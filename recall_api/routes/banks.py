@@ -13,7 +13,7 @@ from tempr.recall_api.deps import BankIdPath, OffsetQuery, OptionalLLMDep, PoolD
 from tempr.schemas.api import BankStats, ErrorBody
 from tempr.schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
 from tempr.schemas.events import BankDeleted
-from tempr.store import banks
+from tempr.store import bank_locks, banks
 from tempr.store.bank_stats import bank_stats
 from tempr.store.banks import to_bank
 
@@ -93,6 +93,7 @@ async def patch_bank(bank_id: BankIdPath, body: BankPatch, pool: PoolDep, llm: O
 async def delete_bank(bank_id: BankIdPath, pool: PoolDep, publisher: PublisherDep) -> BankDeletedOut:
     deleted_at = datetime.now(UTC)
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         if await banks.get_bank(conn, bank_id) is None:
             raise NotFound(f"bank {bank_id!r} does not exist")
         removed = await banks.delete_bank(conn, bank_id, deleted_at=deleted_at)

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 from tempr.errors import NotFound
 from tempr.recall_api.deps import BankIdPath, DocumentIdPath, OffsetQuery, PoolDep
 from tempr.schemas.api import Document, DocumentDeleted, DocumentPage, ErrorBody
-from tempr.store import documents
+from tempr.store import bank_locks, documents
 
 __all__ = ["router"]
 
@@ -39,6 +39,7 @@ async def list_documents(
 )
 async def delete_document(bank_id: BankIdPath, pool: PoolDep, document_id: DocumentIdPath) -> DocumentDeleted:
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         if await documents.document_hash(conn, bank_id, document_id) is None:
             raise NotFound(f"document {document_id!r} not found in bank {bank_id}")
         removed = await documents.delete_document(conn, bank_id, document_id, keep_row=False)

@@ -19,7 +19,7 @@ from tempr.schemas.api import (
 )
 from tempr.schemas.ids import content_hash
 from tempr.schemas.retain import to_message_event
-from tempr.store import banks, documents, memories
+from tempr.store import bank_locks, banks, documents, memories
 from tempr.streams.topics import MESSAGES
 
 __all__ = ["router", "to_message_event"]
@@ -77,6 +77,7 @@ async def _apply_document_versions(pool: asyncpg.Pool, bank_id: str, items: list
     if not contents:
         return unchanged
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         for document_id, parts in sorted(contents.items()):
             new_hash = content_hash(*parts)
             old_hash = await documents.document_hash(conn, bank_id, document_id)

@@ -115,9 +115,7 @@ def test_no_derived_event_outgrows_the_broker() -> None:
     budget = chunk_fact_budget(settings.max_message_bytes, settings.embedding_dim)
     s = Segmenter(max_turns=8, max_chars=settings.chunk_max_chars, idle_s=1.0, max_facts=budget)
     turn = ("Zorb blips quorn. " * 1_000).strip()  # chunks past the first are alike
-    chunks = [p.chunk for p in s.add(msg(1, content=turn), "t", now=0)] + [
-        p.chunk for p in s.flush_all()
-    ]
+    chunks = [p.chunk for p in s.add(msg(1, content=turn), "t", now=0)] + [p.chunk for p in s.flush_all()]
     assert len(chunks) > 3
     worst = 0
     for chunk in chunks:

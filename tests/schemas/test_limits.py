@@ -72,7 +72,11 @@ async def test_producer_refuses_before_sending() -> None:
     producer = TemprProducer("127.0.0.1:1")  # never started: the refusal comes first
     with pytest.raises(ValidationError, match="content"):
         MessageEvent(
-            event_id=stable_id("b", "m"), bank_id="b", message_id="m", content="x" * 1_200_000, received_at=NOW
+            event_id=stable_id("b", "m"),
+            bank_id="b",
+            message_id="m",
+            content="x" * 1_200_000,
+            received_at=NOW,
         )
     with pytest.raises(ValidationError, match="metadata"):
         await producer.send("b", [{"content": "hi", "metadata": {"blob": "x" * 1_100_000}}])
