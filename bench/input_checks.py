@@ -7,7 +7,8 @@ load hits both alike:
 - retain: `RetainRequest` validation of a 100-item body of LoCoMo-like turns (API and producer);
 - recall: `RecallRequest` validation;
 - event: `MessageEvent` decoding, as the segmenter does for every record;
-- segment: `Segmenter.add` over a conversation's 100 turns (now also counts sentences).
+- segment: `Segmenter.add` over a conversation's 100 turns (now also counts sentences);
+- guards: one request through the Host/Origin and body-size middlewares (before: none).
 
     python -m bench.input_checks [--rounds 30] [--before REV] [--json PATH]
 """
@@ -15,6 +16,7 @@ load hits both alike:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import subprocess
 import sys
 import time
@@ -97,7 +99,32 @@ def main() -> None:
 
         return run
 
+    from tempr.recall_api.guards import BodyLimit, LoopbackOnly
+
+    async def bare(scope: dict, receive: Callable, send: Callable) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guarded = LoopbackOnly(BodyLimit(bare, max_bytes=8_000_000))
+    scope = {
+        "type": "http", "method": "POST", "path": "/v1/banks/b/recall", "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8000"), (b"content-length", b"60"), (b"content-type", b"application/json")],
+    }  # fmt: skip
+
+    async def _receive() -> dict:
+        return {"type": "http.request", "body": b"{}" * 30, "more_body": False}
+
+    async def _send(_: dict) -> None:
+        return None
+
+    loop = asyncio.new_event_loop()
+
+    def request(app: Callable) -> Callable[[], object]:
+        return lambda: loop.run_until_complete(app(scope, _receive, _send))
+
     paths: dict[str, tuple[Callable[[], object], Callable[[], object], int]] = {
+        "request guards": (request(bare), request(guarded), 2000),
         "retain body, 100 items": (
             lambda: api_old.RetainRequest.model_validate(body),
             lambda: api_now.RetainRequest.model_validate(body),

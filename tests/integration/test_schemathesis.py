@@ -7,6 +7,8 @@ pytest plugin, whose fixture loader does not run under pytest 9.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -18,7 +20,19 @@ from tempr.streams.runtime import Supervisor
 pytestmark = pytest.mark.integration
 
 EXAMPLES_PER_OPERATION = 12
-CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
+
+
+def no_undocumented_server_error(
+    ctx: object, response: schemathesis.Response, case: schemathesis.Case
+) -> None:
+    """A 5xx is a failure unless the operation documents it as a deliberate answer (reflect's
+    501 "no LLM configured", a consistency wait's 504)."""
+    documented = set(case.operation.definition.raw.get("responses", {}))
+    if response.status_code >= 500 and str(response.status_code) not in documented:
+        not_a_server_error(ctx, response, case)  # type: ignore[arg-type]
+
+
+CHECKS = [no_undocumented_server_error, response_schema_conformance, content_type_conformance]
 
 
 def test_no_5xx_and_answers_match_their_schema(stack: Supervisor) -> None:
@@ -39,6 +53,10 @@ def test_no_5xx_and_answers_match_their_schema(stack: Supervisor) -> None:
         )
         @given(case=operation.as_strategy())
         def call(case: schemathesis.Case) -> None:
+            if isinstance(case.body, dict) and re.fullmatch(r"j\d+", str(case.body.get("after"))):
+                # A well-formed token this server never issued is waited on until the documented
+                # 504 (tests/recall/test_recall_consistency.py): 30 s of nothing, each time.
+                del case.body["after"]
             case.call_and_validate(checks=CHECKS, timeout=60)
 
         try:
