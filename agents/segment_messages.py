@@ -15,22 +15,35 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import faust
+from aiokafka.errors import MessageSizeTooLargeError
+
 from tempr.agents.extraction.sentences import sentence_spans
-from tempr.errors import InvalidEvent
+from tempr.errors import PoisonRecord
 from tempr.schemas.events import (
     BankDeleted,
     ChunkEvent,
     EndOfConversation,
     MessageEvent,
-    decode_event,
     encode_event,
 )
 from tempr.schemas.ids import stable_id
 from tempr.store import banks, messages
-from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.context import WorkerContext
+from tempr.streams.control import control_key, verify_tombstone
+from tempr.streams.dead_letters import dead_letter_for, deliver_dead_letter
+from tempr.streams.stage import Record, StageSpec, Topics, journal_ids, run_stage
 from tempr.streams.topics import conversation_key
 
-__all__ = ["PendingChunk", "Segmenter", "chunk_fact_budget", "fact_cost", "register", "split_long_item"]
+__all__ = [
+    "SPEC",
+    "PendingChunk",
+    "Segmenter",
+    "chunk_fact_budget",
+    "fact_cost",
+    "register",
+    "split_long_item",
+]
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +232,20 @@ async def _apply_tombstone(pool: Any, event: BankDeleted) -> None:
             await banks.delete_bank(conn, event.bank_id, deleted_at=event.deleted_at)
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
+SPEC = StageSpec(
+    name="segment_messages",
+    source="messages",
+    accepts=(MessageEvent, EndOfConversation, BankDeleted),
+    emits=(ChunkEvent,),
+    manual_ack=True,
+)
+
+
+def _too_large(exc: BaseException) -> bool:
+    return isinstance(exc, MessageSizeTooLargeError) or isinstance(exc.__cause__, MessageSizeTooLargeError)
+
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     settings = ctx.settings
     segmenter = Segmenter(
         max_turns=settings.chunk_max_turns,
@@ -227,59 +253,68 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
         idle_s=settings.chunk_idle_s,
         max_facts=chunk_fact_budget(settings.max_message_bytes, settings.embedding_dim),
     )
+    key = control_key(settings)
 
-    async def emit(pending: list[PendingChunk], stream: Any) -> None:
+    async def emit(pending: list[PendingChunk]) -> None:
         for item in pending:
             if item.chunk.messages:
-                fut = await topics.chunks.send(
-                    key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
-                    value=encode_event(item.chunk),
-                )
-                await fut
-            for event in item.tokens:
-                if event is not None:
-                    await stream.ack(event)
+                try:
+                    fut = await topics.chunks.send(
+                        key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
+                        value=encode_event(item.chunk),
+                    )
+                    await fut
+                except Exception as exc:
+                    if not _too_large(exc):
+                        raise
+                    # Also reached from the idle timer, outside the harness: every turn of
+                    # the chunk is dead-lettered here, and the partition moves on.
+                    for record in item.tokens:
+                        if record is not None:
+                            await deliver_dead_letter(
+                                topics.dlq,
+                                ctx.db,
+                                dead_letter_for(
+                                    stage=SPEC.name,
+                                    message=record.message,
+                                    error=f"its chunk is too large for the broker: {exc!r}",
+                                    message_event_ids=journal_ids(record.event),
+                                ),
+                            )
+            for record in item.tokens:
+                if record is not None:
+                    await record.ack()
 
-    state: dict[str, Any] = {}
-
-    @app.agent(topics.messages, name="segment_messages")
-    async def segment_messages(stream: Any) -> None:
-        state["stream"] = stream
-        await ctx.wait_ready()
-        async for event in stream.noack().events():
-            try:
-                decoded = decode_event(event.value)
-                if isinstance(decoded, MessageEvent):
-                    # Journaled here too, so messages produced straight to the topic get the
-                    # same redelivery as retains; a deleted bank's old messages stop here.
-                    if await messages.journal_from_log(ctx.db, decoded):
-                        await emit(segmenter.add(decoded, event), stream)
-                    else:
-                        await stream.ack(event)
-                elif isinstance(decoded, EndOfConversation):
-                    await emit(segmenter.end(decoded.bank_id, decoded.conversation_id, event), stream)
-                elif isinstance(decoded, BankDeleted):
-                    await _apply_tombstone(ctx.db, decoded)
-                    for token in [*segmenter.drop_bank(decoded.bank_id), event]:
-                        if token is not None:
-                            await stream.ack(token)
+    async def handle(records: list[Record[MessageEvent | EndOfConversation | BankDeleted]]) -> None:
+        for record in records:
+            event = record.event
+            if isinstance(event, MessageEvent):
+                # Journaled here too, so messages produced straight to the topic get the same
+                # redelivery as retains; a deleted bank's old messages stop here.
+                receipt = await messages.journal_from_log(ctx.db, event)
+                if receipt.stale or receipt.parked:
+                    await record.ack()
+                elif receipt.attempts > settings.max_attempts:
+                    raise PoisonRecord(
+                        f"delivered {receipt.attempts} times without being materialized "
+                        f"(TEMPR_MAX_ATTEMPTS={settings.max_attempts}); parked"
+                    )
                 else:
-                    raise InvalidEvent(f"unexpected {decoded.event_type} event on the messages topic")
-            except InvalidEvent as exc:
-                await send_dead_letter(
-                    topics.dlq, stage="segment_messages", message=event.message, error=str(exc)
-                )
-                await stream.ack(event)
-            except Exception as exc:  # one bad record must not stop the pipeline
-                log.exception("segmenter failed")
-                await send_dead_letter(
-                    topics.dlq, stage="segment_messages", message=event.message, error=repr(exc)
-                )
-                await stream.ack(event)
+                    await emit(segmenter.add(event, record))
+            elif isinstance(event, EndOfConversation):
+                await emit(segmenter.end(event.bank_id, event.conversation_id, record))
+            else:
+                verify_tombstone(event, key)
+                await _apply_tombstone(ctx.db, event)
+                for token in [*segmenter.drop_bank(event.bank_id), record]:
+                    if token is not None:
+                        await token.ack()
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
+    async def segment_messages(stream: Any) -> None:
+        await run_stage(stream, SPEC, ctx, topics, handle)
 
     @app.timer(interval=max(0.2, settings.chunk_idle_s / 2))
     async def flush_idle_conversations() -> None:
-        stream = state.get("stream")
-        if stream is None or not segmenter.buffered:
-            return
-        await emit(segmenter.flush_idle(), stream)
+        if segmenter.buffered:
+            await emit(segmenter.flush_idle())

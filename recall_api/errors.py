@@ -23,6 +23,7 @@ from tempr.errors import (
     NotFound,
     TemprError,
     UpstreamLLMError,
+    UpstreamModelError,
 )
 
 __all__ = ["RETRY_AFTER_S", "STATUS_BY_ERROR", "UNAVAILABLE", "install_error_handlers"]
@@ -36,6 +37,7 @@ STATUS_BY_ERROR: dict[type[TemprError], int] = {
     ConsistencyTimeout: 504,
     NotConfigured: 501,
     UpstreamLLMError: 502,
+    UpstreamModelError: 502,
 }
 
 # The database is down or restarting, or a transaction lost a deadlock or a serialization race:

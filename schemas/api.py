@@ -22,6 +22,7 @@ __all__ = [
     "RetainItem",
     "RetainRequest",
     "RetainResponse",
+    "StageHealth",
 ]
 
 
@@ -155,11 +156,26 @@ class MemoryPage(BaseModel):
     items: list[Memory]
 
 
+class StageHealth(BaseModel):
+    """One stream stage as its heartbeats tell it."""
+
+    heartbeat_age_s: float
+    busy_s: float | None = None  # on its current batch for this long; None when idle
+    processed: int = 0
+    failed: int = 0
+
+
 class Health(BaseModel):
     status: str
     database: str
     broker: str
     pending_events: int | None = None
+    oldest_pending_age_s: float | None = None
+    stages: dict[str, StageHealth] = Field(default_factory=dict)
+    restarts: dict[str, int] = Field(
+        default_factory=dict, description="Restarts of each child by `tempr up` (worker, api, postgres)."
+    )
+    problems: list[str] = Field(default_factory=list, description="Why the status is not ok.")
     details: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -208,6 +208,8 @@ class BankDeleted(_Event):
     schema_version: Literal[1] = 1
     bank_id: BankId
     deleted_at: AwareDatetime
+    # HMAC by tempr's API (streams/control.py); the segmenter refuses a tombstone without it.
+    signature: str | None = None
 
 
 class DeadLetter(_Event):
@@ -223,6 +225,8 @@ class DeadLetter(_Event):
     payload: str
     error: str
     failed_at: AwareDatetime
+    # The journal rows the failed record covers: recording the letter parks them.
+    message_event_ids: list[UUID] = Field(default_factory=list)
 
 
 StreamEvent = Annotated[

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -10,26 +11,46 @@ import asyncpg
 from tempr.schemas.events import DeadLetter
 from tempr.schemas.ids import stable_id
 
-__all__ = ["count_pending", "list_dead_letters", "lock_dead_letter", "mark_replayed", "record_dead_letter"]
+__all__ = [
+    "count_pending",
+    "list_dead_letters",
+    "lock_dead_letter",
+    "mark_replayed",
+    "record_dead_letter",
+    "safe_text",
+]
+
+
+def safe_text(text: str) -> str:
+    """Postgres text holds no NUL (binary garbage from Kafka has them): shown escaped."""
+    return text.replace("\x00", "\\x00")
 
 
 async def record_dead_letter(conn: asyncpg.Connection | asyncpg.Pool, letter: DeadLetter) -> None:
+    """Idempotent; the journal rows the letter covers are parked in the same statement, so the
+    sweeper stops re-publishing them and they no longer count as pending."""
     letter_id = stable_id("dlq", letter.stage, letter.topic, letter.partition, letter.offset, letter.payload)
     await conn.execute(
         """
-        INSERT INTO dead_letters (id, stage, topic, partition, "offset", key, payload, error, failed_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-        ON CONFLICT (id) DO NOTHING
+        WITH letter AS (
+            INSERT INTO dead_letters (id, stage, topic, partition, "offset", key, payload, error,
+                                      failed_at, message_event_ids)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (id) DO NOTHING
+        )
+        UPDATE messages SET parked_at = coalesce(parked_at, $9)
+        WHERE id = ANY($10::uuid[]) AND processed_at IS NULL
         """,
         letter_id,
         letter.stage,
         letter.topic,
         letter.partition,
         letter.offset,
-        letter.key,
-        letter.payload,
-        letter.error,
+        None if letter.key is None else safe_text(letter.key),
+        safe_text(letter.payload),
+        safe_text(letter.error),
         letter.failed_at,
+        letter.message_event_ids,
     )
 
 
@@ -38,7 +59,7 @@ _COLUMNS = 'id, stage, topic, partition, "offset", key, payload, error, failed_a
 
 async def list_dead_letters(
     pool: asyncpg.Pool, *, limit: int = 100, offset: int = 0, replayed: bool | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Newest first; `replayed` keeps only letters replayed (True) or not yet (False)."""
     rows = await pool.fetch(
         f"""
@@ -58,13 +79,24 @@ async def count_pending(pool: asyncpg.Pool) -> int:
     return await pool.fetchval("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")
 
 
-async def lock_dead_letter(conn: asyncpg.Connection, letter_id: UUID) -> dict | None:
+async def lock_dead_letter(conn: asyncpg.Connection, letter_id: UUID) -> dict[str, Any] | None:
     """The letter, locked until the transaction ends, so two replays cannot both pass a check."""
     row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM dead_letters WHERE id = $1 FOR UPDATE", letter_id)
     return None if row is None else dict(row)
 
 
 async def mark_replayed(conn: asyncpg.Connection, letter_id: UUID) -> datetime:
+    """Also un-parks the journal rows the letter covers: the replay is a fresh set of attempts."""
     return await conn.fetchval(
-        "UPDATE dead_letters SET replayed_at = now() WHERE id = $1 RETURNING replayed_at", letter_id
+        """
+        WITH replayed AS (
+            UPDATE dead_letters SET replayed_at = now() WHERE id = $1
+            RETURNING replayed_at, message_event_ids
+        ), unparked AS (
+            UPDATE messages SET parked_at = NULL, attempts = 0, publish_count = 0
+            WHERE id = ANY((SELECT message_event_ids FROM replayed)::uuid[]) AND processed_at IS NULL
+        )
+        SELECT replayed_at FROM replayed
+        """,
+        letter_id,
     )

@@ -10,10 +10,12 @@ from typing import Any
 
 import asyncpg
 
-from tempr.inference.embeddings import Embedder, get_embedder
+from tempr.inference.embeddings import Embedder, embedder_from_settings
 from tempr.inference.llm import LLMClient
 from tempr.settings import Settings
+from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
+from tempr.streams.heartbeat import StageBeats
 
 __all__ = ["WorkerContext"]
 
@@ -26,6 +28,7 @@ class WorkerContext:
     pool: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    beats: StageBeats = field(default_factory=StageBeats)
     _llm: LLMClient | None = None
     _stop_callbacks: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
 
@@ -35,9 +38,9 @@ class WorkerContext:
     async def start(self) -> None:
         assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
         self.pool = await create_pool(self.settings.database_url, max_size=5)
-        self.embedder = await asyncio.to_thread(
-            get_embedder, self.settings.embedding_model, self.settings.embedding_batch_size
-        )
+        self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
+        # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
+        await check_embedding_dimension(self.pool, self.embedder.model_name, self.embedder.dimension)
         log.info("worker context ready (embedding model %s)", self.settings.embedding_model)
         self.ready.set()
 

@@ -14,6 +14,12 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pgserver.postgres_server import PostgresServer
+
+import psutil
 
 __all__ = ["EmbeddedBroker", "EmbeddedPostgres", "die_with_parent", "wait_for_port"]
 
@@ -61,7 +67,7 @@ def wait_port_free(host: str, port: int, timeout: float) -> None:
 class EmbeddedPostgres:
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata
-        self._server = None
+        self._server: PostgresServer | None = None
 
     def start(self) -> str:
         import pgserver
@@ -72,13 +78,32 @@ class EmbeddedPostgres:
         self._server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
         return self._server.get_uri()
 
+    def alive(self) -> bool:
+        """Whether the postmaster runs (a kill -9 leaves its pid file behind: checked too)."""
+        from pgserver.postgres_server import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        if info is None or info.process is None or not info.is_running():
+            return False
+        try:  # a killed postmaster nobody reaped yet still "runs" as a zombie
+            return bool(info.process.status() != psutil.STATUS_ZOMBIE)
+        except psutil.Error:
+            return False
+
+    def restart(self) -> str:
+        """Start it again after it died; the data directory goes through crash recovery."""
+        if self._server is not None:
+            self._server.cleanup()  # cleanup_mode=None: only drops the stale handle
+            self._server = None
+        return self.start()
+
     def stop(self) -> None:
         import pgserver
 
         if self._server is None:
             return
         try:
-            pgserver.pg_ctl(
+            pgserver.pg_ctl(  # type: ignore[attr-defined]  # made at import by pgserver._commands
                 ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user, timeout=60
             )
         except subprocess.CalledProcessError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,8 +25,10 @@ from tempr.settings import Settings
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
+from tempr.streams.control import control_key
 from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
 from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.runtime_state import RuntimeState
 
 __all__ = ["Supervisor", "child_env"]
 
@@ -46,6 +49,14 @@ def child_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+# Exits of one child before the API first answers that make start-up give up.
+_START_RESTARTS = 3
+# A traceback's last line ("tempr.store.embedding_column.EmbeddingDimensionMismatch: ..."),
+# not a log line ("INFO: ...").
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S")
+_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
+
+
 @dataclass
 class _Child:
     name: str
@@ -62,12 +73,16 @@ class Supervisor:
     postgres: EmbeddedPostgres | None = None
     broker: EmbeddedBroker | None = None
     children: list[_Child] = field(default_factory=list)
+    state: RuntimeState = field(default_factory=RuntimeState)
     _stopping: bool = False
+    _postgres_retry_at: float = 0.0
 
     def start_services(self) -> Settings:
         """Start Postgres and the broker (embedded or not), migrate, create topics."""
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        self.state.save(s.data_dir)  # restarts are counted per run of `tempr up`
+        control_key(s)  # created once, before the API and the worker both want it
         if s.embedded_database:
             self.say(f"starting PostgreSQL + pgvector in {s.pg_dir}")
             self.postgres = EmbeddedPostgres(s.pg_dir)
@@ -89,14 +104,20 @@ class Supervisor:
         # An embedded broker starts with an empty log: everything accepted but not yet
         # materialized is published again. An external broker kept its log, so only
         # entries that were never published or are overdue go out.
+        # Whatever the journal holds, start: an entry that cannot be published is parked,
+        # and a failure here leaves the rest to the worker's sweeper.
         pool = await create_pool(s.database_url, max_size=2)
         producer = create_producer(s.bootstrap)
         await producer.start()
         try:
             older = 0.0 if self.broker is not None else s.redeliver_after_s
-            count = await Publisher(pool, producer).redeliver(older_than_s=older)
+            count = await Publisher(pool, producer).redeliver(
+                older_than_s=older, max_publishes=s.max_attempts
+            )
             if count:
                 self.say(f"re-published {count} accepted messages not yet materialized")
+        except Exception as exc:
+            self.say(f"re-publishing the journal failed ({exc!r}); the sweeper will try again")
         finally:
             await producer.stop()
             await pool.close()
@@ -126,8 +147,10 @@ class Supervisor:
         url = f"http://{self.settings.host}:{self.settings.port}/health"
         deadline = time.monotonic() + timeout
         last: object = None
+        restarts_before = {child.name: child.restarts for child in self.children}
         while time.monotonic() < deadline:
             self.check_children()
+            self._fail_if_crash_looping(restarts_before)
             try:
                 r = httpx.get(url, timeout=2)
                 if r.status_code == 200:
@@ -138,16 +161,54 @@ class Supervisor:
             time.sleep(0.3)
         raise TimeoutError(f"API not healthy at {url} after {timeout:.0f}s: {last}")
 
+    def _fail_if_crash_looping(self, before: dict[str, int]) -> None:
+        """A child that keeps dying before tempr is up will not get better by waiting (a model
+        that does not fit the database, a bad setting): say why, from the end of its log."""
+        for child in self.children:
+            if child.restarts - before.get(child.name, 0) >= _START_RESTARTS:
+                log_path = self.settings.data_dir / f"{child.name}.log"
+                lines = log_path.read_text(errors="replace").strip().splitlines()
+                raised = [line for line in lines if _RAISED.match(line) and not line.startswith(_LEVELS)]
+                why = raised[-1] if raised else "\n".join(lines[-12:])
+                raise RuntimeError(
+                    f"the {child.name} exited {child.restarts} times while starting ({log_path}):\n{why}"
+                )
+
     def check_children(self) -> None:
-        """Restart a child that exited on its own (with a short backoff)."""
+        """Restart a child that exited on its own (with a short backoff), and the embedded
+        Postgres if it died; each restart is recorded for /health."""
+        self._check_postgres()
         for child in self.children:
             if self._stopping or child.proc is None or child.proc.poll() is None:
                 continue
             code = child.proc.returncode
             child.restarts += 1
+            self._record_restart(child.name)
             self.say(f"{child.name} exited with {code}; restarting (#{child.restarts})")
             time.sleep(min(5.0, 0.5 * child.restarts))
             self._spawn(child)
+
+    def _check_postgres(self) -> None:
+        if self._stopping or self.postgres is None or time.monotonic() < self._postgres_retry_at:
+            return
+        if self.postgres.alive():
+            return
+        count = self._record_restart("postgres")
+        self.say(f"PostgreSQL is not running; restarting it (#{count})")
+        try:
+            self.postgres.restart()
+            self.say("PostgreSQL is back")
+        except Exception as exc:  # old backends may still hold its memory: try again shortly
+            self.say(f"PostgreSQL did not start yet ({exc!r}); trying again")
+            self._postgres_retry_at = time.monotonic() + 2.0
+
+    def _record_restart(self, name: str) -> int:
+        count = self.state.restarted(name)
+        try:
+            self.state.save(self.settings.data_dir)
+        except OSError as exc:
+            log.warning("could not record the restart of %s: %r", name, exc)
+        return count
 
     def run_forever(self) -> None:
         stop = {"now": False}

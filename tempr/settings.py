@@ -37,11 +37,20 @@ class Settings(BaseSettings):
 
     topic_partitions: int = Field(default=8, ge=1, le=256)
 
-    # Models: a sentence-transformers name or local path.
+    # Models. Embeddings: a sentence-transformers name or local path, or, with
+    # embedding_base_url, the model name an OpenAI-compatible /v1/embeddings endpoint serves.
+    # The dimension is the model's; start-up checks it against the database column.
     embedding_model: str = PACKAGED_EMBEDDING_MODEL
-    embedding_dim: int = 384
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
     embedding_batch_size: int = 64
+    # Reranking: a CrossEncoder name or path, or, with reranker_base_url, the model a
+    # TEI/Cohere-style /rerank endpoint serves; none means scores spread from the fused rank.
     reranker_model: str | None = None
+    reranker_base_url: str | None = None
+    reranker_api_key: SecretStr | None = None
+    model_device: str = Field(default="cpu", description="local models: cpu, cuda, cuda:1, ...")
+    model_timeout_s: float = Field(default=60.0, gt=0, description="remote embedding and rerank calls")
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
     llm_base_url: str | None = None
@@ -59,6 +68,23 @@ class Settings(BaseSettings):
     # Durability: journal entries not materialized after this long are re-published.
     redeliver_after_s: float = Field(default=120.0, gt=0)
     sweep_interval_s: float = Field(default=15.0, gt=0)
+
+    # Poison: a stage's time budget per record (a batch that overruns it is retried record by
+    # record, and a record that overruns it alone is dead-lettered), and how many times a
+    # message may be delivered without being materialized before it is parked.
+    stage_record_timeout_s: float = Field(default=300.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+
+    # Health: stages beat every `heartbeat_interval_s`; /health is not ok when a stage has not
+    # beaten for `health_stale_after_s`, is busy on one batch past its budget, or the oldest
+    # accepted message waits longer than `health_max_backlog_age_s`.
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    health_stale_after_s: float = Field(default=30.0, gt=0)
+    health_max_backlog_age_s: float = Field(default=900.0, gt=0)
+
+    # Control events (bank_deleted) on the messages topic must carry an HMAC with this key;
+    # without it, a key generated once and kept in the data directory is used.
+    control_key: SecretStr | None = None
 
     # Read-your-writes: longest a recall waits for its `after` token.
     max_consistency_wait_s: float = Field(default=30.0, ge=0)
@@ -104,6 +130,9 @@ class Settings(BaseSettings):
             and (self.llm_api_key.get_secret_value() == "not-needed")
         ):
             raise ValueError("TEMPR_LLM_API_KEY must be set when TEMPR_ENVIRONMENT=production")
+        if self.environment == "production" and self.control_key is None:
+            # Replicas do not share a data directory, so each would sign with its own key.
+            raise ValueError("TEMPR_CONTROL_KEY must be set when TEMPR_ENVIRONMENT=production")
         return self
 
     @property
