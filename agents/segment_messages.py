@@ -251,8 +251,13 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         max_turns=settings.chunk_max_turns,
         max_chars=settings.chunk_max_chars,
         idle_s=settings.chunk_idle_s,
-        max_facts=chunk_fact_budget(settings.max_message_bytes, settings.embedding_dim),
     )
+
+    def fact_budget() -> int:
+        # The embedding dimension is known once the worker context loaded the model.
+        dimension = ctx.embedder.dimension if ctx.embedder is not None else 384
+        return chunk_fact_budget(settings.max_message_bytes, dimension)
+
     key = control_key(settings)
 
     async def emit(pending: list[PendingChunk]) -> None:
@@ -286,6 +291,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                     await record.ack()
 
     async def handle(records: list[Record[MessageEvent | EndOfConversation | BankDeleted]]) -> None:
+        segmenter.max_facts = fact_budget()
         for record in records:
             event = record.event
             if isinstance(event, MessageEvent):

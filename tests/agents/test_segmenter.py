@@ -12,6 +12,7 @@ from tempr.schemas.ids import stable_id
 from tempr.settings import Settings
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
+EMBEDDING_DIM = 384  # all-MiniLM-L6-v2, the packaged default
 
 
 def msg(
@@ -112,7 +113,7 @@ def test_no_derived_event_outgrows_the_broker() -> None:
     """The worst chunk a 200 KB turn of tiny sentences can make, extracted and embedded, still
     fits the broker's message size, as facts event and as graph event."""
     settings = Settings()
-    budget = chunk_fact_budget(settings.max_message_bytes, settings.embedding_dim)
+    budget = chunk_fact_budget(settings.max_message_bytes, EMBEDDING_DIM)
     s = Segmenter(max_turns=8, max_chars=settings.chunk_max_chars, idle_s=1.0, max_facts=budget)
     turn = ("Zorb blips quorn. " * 1_000).strip()  # chunks past the first are alike
     chunks = [p.chunk for p in s.add(msg(1, content=turn), "t", now=0)] + [p.chunk for p in s.flush_all()]
@@ -121,7 +122,7 @@ def test_no_derived_event_outgrows_the_broker() -> None:
     for chunk in chunks:
         facts = extract_local(chunk)
         for fact in facts:
-            fact.embedding = [-0.012345678918063641] * settings.embedding_dim
+            fact.embedding = [-0.012345678918063641] * EMBEDDING_DIM
         event = facts_event(chunk, facts)
         graph = GraphEvent(
             bank_id=event.bank_id,
