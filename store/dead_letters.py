@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -10,8 +11,10 @@ import asyncpg
 
 from tempr.schemas.events import DeadLetter
 from tempr.schemas.ids import stable_id
+from tempr.store.keys import bank_visible
 
 __all__ = [
+    "LETTER_BANK",
     "count_pending",
     "list_dead_letters",
     "lock_dead_letter",
@@ -54,22 +57,33 @@ async def record_dead_letter(conn: asyncpg.Connection | asyncpg.Pool, letter: De
     )
 
 
+# Every record key starts with its bank id ("bank" or "bank/conversation"; ids hold no '/').
+LETTER_BANK = "split_part(key, '/', 1)"
+
 _COLUMNS = 'id, stage, topic, partition, "offset", key, payload, error, failed_at, replayed_at'
 
 
 async def list_dead_letters(
-    pool: asyncpg.Pool, *, limit: int = 100, offset: int = 0, replayed: bool | None = None
+    pool: asyncpg.Pool,
+    *,
+    limit: int = 100,
+    offset: int = 0,
+    replayed: bool | None = None,
+    visible: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Newest first; `replayed` keeps only letters replayed (True) or not yet (False)."""
+    """Newest first; `replayed` keeps only letters replayed (True) or not yet (False);
+    `visible` (bank patterns) only letters whose key names one of those banks."""
     rows = await pool.fetch(
         f"""
         SELECT {_COLUMNS} FROM dead_letters
-        WHERE $3::boolean IS NULL OR (replayed_at IS NOT NULL) = $3
+        WHERE ($3::boolean IS NULL OR (replayed_at IS NOT NULL) = $3)
+          AND ($4::text[] IS NULL OR (key IS NOT NULL AND {bank_visible(LETTER_BANK, 4)}))
         ORDER BY failed_at DESC, id LIMIT $1 OFFSET $2
         """,
         limit,
         offset,
         replayed,
+        None if visible is None else list(visible),
     )
     return [dict(r) for r in rows]
 

@@ -17,6 +17,7 @@ from tempr.settings import Settings
 from tempr.streams import heartbeat, redelivery
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
+from tempr.streams.kafka_security import faust_broker_options
 from tempr.streams.stage import Topics
 from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
@@ -69,6 +70,7 @@ def create_app(settings: Settings, stages: Sequence[Stage] = ()) -> tuple[faust.
         # Faust's own key/value handling stays raw: events are validated by pydantic.
         key_serializer="raw",
         value_serializer="raw",
+        **faust_broker_options(settings),
     )
     ctx = WorkerContext(settings)
     topics = Topics(

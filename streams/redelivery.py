@@ -12,6 +12,7 @@ import logging
 import faust
 
 from tempr.streams.context import WorkerContext
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, create_producer
 from tempr.streams.stage import Topics
 
@@ -29,7 +30,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
             return
         publisher = state.get("publisher")
         if publisher is None:
-            producer = create_producer(ctx.settings.bootstrap)
+            producer = create_producer(ctx.settings.bootstrap, **kafka_client_options(ctx.settings))
             await producer.start()
             publisher = state["publisher"] = Publisher(ctx.db, producer)
             ctx.on_stop(producer.stop)

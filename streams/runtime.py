@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 import httpx
 from pydantic import SecretStr
 
+from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.settings import Settings
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.control import control_key
 from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, create_producer
 from tempr.streams.runtime_state import RuntimeState
 
@@ -73,6 +75,7 @@ class Supervisor:
     postgres: EmbeddedPostgres | None = None
     broker: EmbeddedBroker | None = None
     children: list[_Child] = field(default_factory=list)
+    bootstrap_key: str | None = None  # set on the first start with keys: shown once
     state: RuntimeState = field(default_factory=RuntimeState)
     _stopping: bool = False
     _postgres_retry_at: float = 0.0
@@ -80,6 +83,7 @@ class Supervisor:
     def start_services(self) -> Settings:
         """Start Postgres and the broker (embedded or not), migrate, create topics."""
         s = self.settings
+        check_exposure(s)
         s.data_dir.mkdir(parents=True, exist_ok=True)
         self.state.save(s.data_dir)  # restarts are counted per run of `tempr up`
         control_key(s)  # created once, before the API and the worker both want it
@@ -100,14 +104,16 @@ class Supervisor:
     async def _prepare(self, s: Settings) -> list[str]:
         assert s.database_url
         applied = await apply_migrations(s.database_url)
-        await ensure_topics(s.bootstrap, s.topic_partitions)
+        await ensure_topics(s.bootstrap, s.topic_partitions, **kafka_client_options(s))
         # An embedded broker starts with an empty log: everything accepted but not yet
         # materialized is published again. An external broker kept its log, so only
         # entries that were never published or are overdue go out.
         # Whatever the journal holds, start: an entry that cannot be published is parked,
         # and a failure here leaves the rest to the worker's sweeper.
         pool = await create_pool(s.database_url, max_size=2)
-        producer = create_producer(s.bootstrap)
+        if s.auth_required:
+            self.bootstrap_key = await bootstrap_admin_key(pool, load_pepper(s))
+        producer = create_producer(s.bootstrap, **kafka_client_options(s))
         await producer.start()
         try:
             older = 0.0 if self.broker is not None else s.redeliver_after_s

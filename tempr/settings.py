@@ -91,6 +91,31 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
 
+    # Access (README "Security"): `open` serves everyone and only on a loopback address unless
+    # `insecure`; `keys` requires an API key on every route but /health.
+    auth: Literal["open", "keys"] = "open"
+    insecure: bool = False
+    # HMAC key for API-key hashes, kept out of the database. Unset: a random one kept in
+    # data_dir/auth_pepper (required explicitly in production).
+    auth_pepper: SecretStr | None = None
+    # Per-key token buckets, requests per minute (0: no limit); in open mode only when asked.
+    rate_limit_retain_per_min: float = Field(default=600.0, ge=0)
+    rate_limit_recall_per_min: float = Field(default=600.0, ge=0)
+    rate_limits_in_open_mode: bool = False
+    # Server-side time limits (504 past them).
+    recall_timeout_s: float = Field(default=60.0, gt=0)
+    reflect_timeout_s: float = Field(default=300.0, gt=0)
+
+    # Kafka client security, passed to every client (API publisher, worker, producer helper).
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: Path | None = None
+    kafka_ssl_certfile: Path | None = None
+    kafka_ssl_keyfile: Path | None = None
+    kafka_ssl_check_hostname: bool = True
+
     # Limits on every input, wherever it enters (API, producer helper, segmenter). The defaults
     # keep any one message event, and everything derived from it, under the broker's message
     # size (aiokafka's max_request_size and Kafka's message.max.bytes are both ~1 MB).
@@ -133,6 +158,19 @@ class Settings(BaseSettings):
         if self.environment == "production" and self.control_key is None:
             # Replicas do not share a data directory, so each would sign with its own key.
             raise ValueError("TEMPR_CONTROL_KEY must be set when TEMPR_ENVIRONMENT=production")
+        if self.environment == "production" and self.auth == "keys" and self.auth_pepper is None:
+            raise ValueError("TEMPR_AUTH_PEPPER must be set when TEMPR_ENVIRONMENT=production")
+        return self
+
+    @model_validator(mode="after")
+    def _kafka_sasl_complete(self) -> Settings:
+        if self.kafka_security_protocol.startswith("SASL_") and not (
+            self.kafka_sasl_mechanism and self.kafka_sasl_username and self.kafka_sasl_password
+        ):
+            raise ValueError(
+                f"TEMPR_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} needs "
+                "TEMPR_KAFKA_SASL_MECHANISM, TEMPR_KAFKA_SASL_USERNAME and TEMPR_KAFKA_SASL_PASSWORD"
+            )
         return self
 
     @property
@@ -150,6 +188,10 @@ class Settings(BaseSettings):
     @property
     def bootstrap(self) -> str:
         return self.kafka_bootstrap or f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def auth_required(self) -> bool:
+        return self.auth == "keys"
 
     @property
     def llm_configured(self) -> bool:

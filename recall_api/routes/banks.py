@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response, status
 
 from tempr.errors import NotFound
+from tempr.recall_api.auth import PrincipalDep
 from tempr.recall_api.bank_profile import load_bank, merge_background
 from tempr.recall_api.deps import BankIdPath, OffsetQuery, OptionalLLMDep, PoolDep, PublisherDep
 from tempr.schemas.api import BankStats, ErrorBody
@@ -30,11 +31,16 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 
 
 @router.get("", response_model=BankPage, summary="List banks, by id")
-async def list_banks(pool: PoolDep, offset: OffsetQuery, limit: int = Query(100, ge=1, le=1000)) -> BankPage:
-    rows = await banks.list_banks(pool, limit=limit, offset=offset)
-    return BankPage(
-        items=[to_bank(r) for r in rows], total=await banks.count_banks(pool), limit=limit, offset=offset
-    )
+async def list_banks(
+    pool: PoolDep,
+    principal: PrincipalDep,
+    offset: OffsetQuery,
+    limit: int = Query(100, ge=1, le=1000),
+) -> BankPage:
+    visible = principal.visible_patterns()  # a key sees only its own banks
+    rows = await banks.list_banks(pool, limit=limit, offset=offset, visible=visible)
+    total = await banks.count_banks(pool, visible)
+    return BankPage(items=[to_bank(r) for r in rows], total=total, limit=limit, offset=offset)
 
 
 @router.put(

@@ -44,6 +44,7 @@ def test_word_forms() -> None:
 
 def test_keyword_query_caps_terms() -> None:
     assert keyword_or_query(" ".join(f"w{i}" for i in range(500))).count(" or ") == 63
+    assert keyword_or_query(" ".join(f"w{i}" for i in range(500)), max_terms=5).count(" or ") == 4
 
 
 def test_filters_compile_to_bound_fragments() -> None:
@@ -119,3 +120,5 @@ def test_event_anchor_and_anchored_window() -> None:
     assert (w.start, w.end) == (datetime(2022, 6, 1, tzinfo=UTC), when)
     after = anchored_window(event_anchor("after the move"), when, REF)  # type: ignore[arg-type]
     assert after.start == when and after.end == max(REF, when)
+    month = anchored_window(anchor, when, REF, before_days=30)
+    assert (month.start, month.end) == (datetime(2023, 5, 2, tzinfo=UTC), when)
