@@ -13,8 +13,9 @@ from typing import Any
 import asyncpg
 import faust
 
-from tempr.schemas.events import GraphEvent, OpinionUpdate
-from tempr.store import banks, entities, links, memories, messages, opinions, watermarks
+from tempr.agents.resolution.near_duplicates import same_statement
+from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate
+from tempr.store import bank_locks, banks, entities, links, memories, messages, opinions, watermarks
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 
@@ -44,13 +45,7 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
     stored = 0
     for fact in event.facts:
         exists = await conn.fetchval("SELECT 1 FROM memory_units WHERE id = $1", fact.fact_id)
-        duplicate = (
-            None
-            if exists
-            else await memories.find_near_duplicate(
-                conn, event.bank_id, fact, min_cosine=NEAR_DUPLICATE_COSINE
-            )
-        )
+        duplicate = None if exists else await _same_statement_stored(conn, event.bank_id, fact)
         if duplicate is not None:
             await memories.merge_provenance(conn, duplicate, fact.source_message_ids, fact.evidence_ids)
             replaced[fact.fact_id] = duplicate
@@ -79,6 +74,14 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
         await links.upsert_links(conn, event.bank_id, [lk for lk in remapped if lk.from_id != lk.to_id])
     await messages.mark_processed(conn, event.message_event_ids)
     return stored
+
+
+async def _same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
+    """A stored fact that says what `fact` says: the embedding proposes, the texts decide."""
+    candidates = await memories.near_duplicate_candidates(
+        conn, bank_id, fact, min_cosine=NEAR_DUPLICATE_COSINE
+    )
+    return next((c["id"] for c in candidates if same_statement(c["text"], fact.text)), None)
 
 
 async def _stale_for_deleted_bank(conn: asyncpg.Connection, event: GraphEvent) -> bool:
@@ -127,6 +130,7 @@ async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | O
     if not batch:
         return
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.share_banks_for_writes(conn, (graph.bank_id for _, graph in batch))
         for event, graph in batch:
             if await apply_event(conn, graph):
                 await watermarks.advance_watermark(

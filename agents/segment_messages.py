@@ -2,7 +2,9 @@
 
 Turns are buffered per (bank, conversation) and flushed on a turn count, a size limit, an
 idle gap or an explicit end-of-conversation event. Items outside a conversation are chunks
-on their own. A buffered record is acked only once its chunk is sent, so the committed
+on their own. A chunk is also bounded by the facts it can yield (about one per sentence, each
+with its embedding), so that no chunk, facts or graph event outgrows the broker's message
+size; a turn or item too long for one chunk is cut into parts on sentence boundaries. A buffered record is acked only once its chunk is sent, so the committed
 offset never passes a turn that exists only in this process's memory.
 """
 
@@ -33,7 +35,15 @@ from tempr.streams.dead_letters import dead_letter_for, deliver_dead_letter
 from tempr.streams.stage import Record, StageSpec, Topics, journal_ids, run_stage
 from tempr.streams.topics import conversation_key
 
-__all__ = ["SPEC", "PendingChunk", "Segmenter", "register"]
+__all__ = [
+    "SPEC",
+    "PendingChunk",
+    "Segmenter",
+    "chunk_fact_budget",
+    "fact_cost",
+    "register",
+    "split_long_item",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +59,36 @@ class _Buffer:
     messages: list[MessageEvent] = field(default_factory=list)
     tokens: list[Any] = field(default_factory=list)
     chars: int = 0
+    facts: int = 0
     last_seen: float = 0.0
+
+
+# Bytes of one extracted fact in a facts or graph event beyond its embedding: text, ids,
+# entities, links, metadata; generous, measured at about a third of this for chat turns.
+_FACT_OVERHEAD_BYTES = 3000
+# Bytes of one embedding component as JSON ("-0.012345678918063641,").
+_EMBEDDING_COMPONENT_BYTES = 24
+
+
+def chunk_fact_budget(max_message_bytes: int, embedding_dim: int) -> int:
+    """How many facts one chunk may yield so that its facts and graph events stay within
+    60% of the broker's message size (the rest for the chunk's text and its entities)."""
+    per_fact = embedding_dim * _EMBEDDING_COMPONENT_BYTES + _FACT_OVERHEAD_BYTES
+    return max(8, int(max_message_bytes * 0.6) // per_fact)
+
+
+def fact_cost(text: str) -> int:
+    """Facts a text may yield: one per sentence, plus the exchange it closes."""
+    return len(sentence_spans(text)) + 1
 
 
 class Segmenter:
     """Pure buffering logic; `tokens` ride along so the caller can ack what was flushed."""
 
-    def __init__(self, *, max_turns: int, max_chars: int, idle_s: float) -> None:
+    def __init__(self, *, max_turns: int, max_chars: int, idle_s: float, max_facts: int = 50) -> None:
         self.max_turns = max_turns
         self.max_chars = max_chars
+        self.max_facts = max_facts
         self.idle_s = idle_s
         self._buffers: dict[tuple[str, str], _Buffer] = {}
 
@@ -65,22 +96,37 @@ class Segmenter:
         self, message: MessageEvent, token: Any = None, *, now: float | None = None
     ) -> list[PendingChunk]:
         now = time.monotonic() if now is None else now
+        cost = fact_cost(message.content)
+        if len(message.content) <= self.max_chars and cost <= self.max_facts:
+            pieces, costs = [message], [cost]
+        else:
+            pieces = split_long_item(message, self.max_chars, self.max_facts)
+            costs = [fact_cost(p.content) for p in pieces]
         if message.conversation_id is None:
-            pieces = split_long_item(message, self.max_chars)
             # The record is acked once, after its last piece is sent.
             return [
                 PendingChunk(make_chunk([piece]), [token] if i == len(pieces) - 1 else [])
                 for i, piece in enumerate(pieces)
             ]
+        out: list[PendingChunk] = []
+        for i, (piece, piece_cost) in enumerate(zip(pieces, costs, strict=True)):
+            out.extend(self._buffer(piece, piece_cost, token if i == len(pieces) - 1 else None, now))
+        return out
+
+    def _buffer(self, message: MessageEvent, cost: int, token: Any, now: float) -> list[PendingChunk]:
+        assert message.conversation_id is not None
         key = (message.bank_id, message.conversation_id)
         buf = self._buffers.setdefault(key, _Buffer())
         out: list[PendingChunk] = []
-        if buf.messages and buf.chars + len(message.content) > self.max_chars:
+        if buf.messages and (
+            buf.chars + len(message.content) > self.max_chars or buf.facts + cost > self.max_facts
+        ):
             out.append(self._take(key))
             buf = self._buffers.setdefault(key, _Buffer())
         buf.messages.append(message)
         buf.tokens.append(token)
         buf.chars += len(message.content)
+        buf.facts += cost
         buf.last_seen = now
         if len(buf.messages) >= self.max_turns:
             out.append(self._take(key))
@@ -116,22 +162,26 @@ class Segmenter:
         return PendingChunk(make_chunk(buf.messages), buf.tokens)
 
 
-def split_long_item(message: MessageEvent, max_chars: int) -> list[MessageEvent]:
-    """A document longer than a chunk becomes parts cut on sentence boundaries.
+def split_long_item(message: MessageEvent, max_chars: int, max_facts: int = 50) -> list[MessageEvent]:
+    """A turn or document longer than a chunk becomes parts cut on sentence boundaries.
 
-    Each part keeps the message's id (provenance stays the document item) and carries
+    Each part keeps the message's id (provenance stays the item) and carries
     `metadata.part`/`parts`, which extractors fold into their fact ids so parts never collide.
-    A single sentence longer than `max_chars` is a part of its own.
+    A part holds at most `max_chars` characters and `max_facts - 1` sentences; a single
+    sentence longer than `max_chars` is cut at the last space before the limit (or at it).
     """
     text = message.content
-    if len(text) <= max_chars:
+    if len(text) <= max_chars and fact_cost(text) <= max_facts:
         return [message]
     groups: list[tuple[int, int]] = []
-    for start, end in sentence_spans(text):
-        if groups and end - groups[-1][0] <= max_chars:
+    sentences = 0
+    for start, end in _bounded_spans(sentence_spans(text), text, max_chars):
+        if groups and end - groups[-1][0] <= max_chars and sentences + 1 < max_facts:
             groups[-1] = (groups[-1][0], end)
+            sentences += 1
         else:
             groups.append((start, end))
+            sentences = 1
     pieces = [text[a:b].strip() for a, b in groups]
     pieces = [p for p in pieces if p]
     if len(pieces) <= 1:
@@ -142,6 +192,18 @@ def split_long_item(message: MessageEvent, max_chars: int) -> list[MessageEvent]
         )
         for i, piece in enumerate(pieces)
     ]
+
+
+def _bounded_spans(spans: list[tuple[int, int]], text: str, max_chars: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        while end - start > max_chars:
+            cut = text.rfind(" ", start + 1, start + max_chars)
+            cut = cut if cut > start else start + max_chars
+            out.append((start, cut))
+            start = cut
+        out.append((start, end))
+    return out
 
 
 def _empty_marker() -> ChunkEvent:
@@ -190,6 +252,12 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         max_chars=settings.chunk_max_chars,
         idle_s=settings.chunk_idle_s,
     )
+
+    def fact_budget() -> int:
+        # The embedding dimension is known once the worker context loaded the model.
+        dimension = ctx.embedder.dimension if ctx.embedder is not None else 384
+        return chunk_fact_budget(settings.max_message_bytes, dimension)
+
     key = control_key(settings)
 
     async def emit(pending: list[PendingChunk]) -> None:
@@ -223,6 +291,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                     await record.ack()
 
     async def handle(records: list[Record[MessageEvent | EndOfConversation | BankDeleted]]) -> None:
+        segmenter.max_facts = fact_budget()
         for record in records:
             event = record.event
             if isinstance(event, MessageEvent):

@@ -17,6 +17,7 @@ from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.recall_api.audit_log import AuditLog
 from tempr.recall_api.auth import McpAuth, authorize
 from tempr.recall_api.errors import install_error_handlers
+from tempr.recall_api.guards import BodyLimit, LoopbackOnly, is_loopback
 from tempr.recall_api.mcp_server import MCP_PATH, mcp_lifespan, mount_mcp
 from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
@@ -115,6 +116,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuditLog)
     app.add_middleware(McpAuth, path=MCP_PATH)
     app.add_middleware(_Metrics, metrics=app.state.metrics)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if is_loopback(settings.host):
+        app.add_middleware(LoopbackOnly)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(memories.router)

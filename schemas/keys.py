@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from tempr.schemas.limits import SafeText
+
 __all__ = ["AuditEntry", "AuditPage", "KeyCreate", "KeyCreated", "KeyOut"]
 
 
@@ -25,7 +27,9 @@ class KeyCreate(BaseModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=128, description="Who holds the key; names a live key once.")
+    name: SafeText = Field(
+        min_length=1, max_length=128, description="Who holds the key; names a live key once."
+    )
     scopes: list[str] = Field(min_length=1, max_length=3, description="read, write, admin (independent).")
     banks: list[str] = Field(
         min_length=1, max_length=256, description="Bank ids, prefixes ending in '*' (user-123-*), or '*'."

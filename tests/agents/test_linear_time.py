@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tempr.agents.extraction import dates, entities, sentences, substance
+from tempr import dates
+from tempr.agents.extraction import entities, sentences, substance
 
 MB = 1_000_000
 DEADLINE_S = 30.0

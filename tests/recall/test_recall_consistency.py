@@ -55,7 +55,7 @@ async def test_endpoint_maps_timeout_to_504(stack: Supervisor, bank: str) -> Non
     app = create_app(stack.settings.model_copy(update={"max_consistency_wait_s": 0.3}))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://tempr") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             r = await client.post(f"/v1/banks/{bank}/recall", json={"query": "anything", "after": FAR_FUTURE})
     assert r.status_code == 504
     assert FAR_FUTURE in r.json()["detail"]

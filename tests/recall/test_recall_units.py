@@ -11,6 +11,7 @@ from tempr.recall_api.recall.arms import keyword_or_query
 from tempr.recall_api.recall.inflections import word_forms
 from tempr.recall_api.recall.temporal import query_window
 from tempr.schemas.recall import RecallRequest
+from tempr.settings import get_settings
 from tempr.store.recall import RecallFilters, compile_filters
 
 REF = datetime(2024, 7, 15, 12, tzinfo=UTC)
@@ -96,7 +97,7 @@ def test_request_defaults_and_limits() -> None:
     assert (req.include.chunks, req.include.max_chunk_tokens, req.include.entities) == (False, 8192, False)
     for bad in (
         {"query": ""},
-        {"query": "x" * 2001},
+        {"query": "x" * (get_settings().max_query_chars + 1)},
         {"query": "x", "max_tokens": 0},
         {"query": "x", "types": ["fact"]},
         {"query": "x", "query_timestamp": "2024-01-01T00:00:00"},
