@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime
 
-from tempr.settings import limits
+from tempr.limits import limits
 
 __all__ = [
     "Content",
@@ -129,7 +129,8 @@ def _query(value: str) -> str:
 
 
 def _json_schema(value: dict[str, Any]) -> dict[str, Any]:
-    return check_json_value(value, max_depth=4 * limits().max_metadata_depth)
+    check_json_value(value, max_depth=4 * limits().max_metadata_depth)
+    return value
 
 
 SafeText = Annotated[str, AfterValidator(check_text)]
