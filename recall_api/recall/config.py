@@ -11,9 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "ARMS",
     "BUDGET_LIMITS",
+    "GRAPH_RETRIEVERS",
     "PRESETS",
     "Arm",
     "Budget",
+    "GraphRetrieverName",
     "RecallConfig",
     "budget_to_limit",
     "get_preset",
@@ -21,6 +23,11 @@ __all__ = [
 
 Arm = Literal["semantic", "keyword", "graph", "temporal"]
 ARMS: tuple[Arm, ...] = get_args(Arm)
+
+# bfs: spreading activation one hop out of the query's nearest facts; mpfp: meta-path forward
+# push from the semantic (and temporal) arm's hits (recall/graph_mpfp.py).
+GraphRetrieverName = Literal["bfs", "mpfp"]
+GRAPH_RETRIEVERS: tuple[GraphRetrieverName, ...] = get_args(GraphRetrieverName)
 
 Budget = Literal["low", "mid", "high"]
 BUDGET_LIMITS: Mapping[Budget, int] = MappingProxyType({"low": 100, "mid": 300, "high": 1000})
@@ -63,6 +70,7 @@ class RecallConfig(BaseModel):
     rerank: bool = True
     rerank_batch_size: int = Field(default=32, ge=1)
 
+    graph_retriever: GraphRetrieverName = "bfs"  # a request or the bank's config may choose
     graph_seed_count: int = Field(default=20, ge=1)  # top semantic hits the graph expands from
     graph_entity_weight: float = Field(default=0.5, gt=0.0)  # inside tanh(shared * weight)
     graph_semantic_link_min: float = Field(default=0.7, ge=0.0, le=1.0)
@@ -73,6 +81,13 @@ class RecallConfig(BaseModel):
     # Seeds are the semantic arm's own top hits: listing them again in the graph arm gives
     # semantic matches a second vote in the fusion.
     graph_include_seeds: bool = False
+
+    # Meta-path forward push: share of mass a node keeps per hop, mass below which a node is
+    # dropped, neighbours followed per node and edge type, lightest edge loaded.
+    mpfp_alpha: float = Field(default=0.15, gt=0.0, lt=1.0)
+    mpfp_threshold: float = Field(default=1e-6, gt=0.0, lt=1.0)
+    mpfp_top_k: int = Field(default=20, ge=1)
+    mpfp_min_edge_weight: float = Field(default=0.1, ge=0.0, le=1.0)
 
     temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
     # Facts whose sources are all cited by better-ranked facts move behind the rest.

@@ -21,6 +21,7 @@ from tempr.recall_api.recall import fusion, scoring
 from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
+from tempr.recall_api.recall.graph import run_graph_arm
 from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
@@ -205,7 +206,10 @@ async def run_recall(
         bank_size=bank_size,
         window=window,
     )
-    results: list[ArmResult] = list(await asyncio.gather(*(run_arm(pool, a, ctx) for a in arms)))
+    tasks = {a: asyncio.ensure_future(run_arm(pool, a, ctx)) for a in arms if a != "graph"}
+    if "graph" in arms:  # mpfp starts from the other arms' hits: it waits for them
+        tasks["graph"] = asyncio.ensure_future(run_graph_arm(pool, ctx, tasks, req.graph_retriever))
+    results: list[ArmResult] = list(await asyncio.gather(*(tasks[a] for a in arms)))
     lap("arms")
 
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, cfg.arm_boosts)
