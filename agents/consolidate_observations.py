@@ -20,10 +20,10 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from tempr.agents.prompts import consolidate_observations as prompt
 from tempr.errors import InvalidEvent, UpstreamLLMError
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
+from tempr.inference.prompts import consolidate_observations as prompt
 from tempr.schemas.events import (
     EntityMention,
     ExtractedFact,

@@ -16,10 +16,10 @@ from uuid import UUID
 
 import asyncpg
 
-from tempr.agents.prompts import evaluate_opinion
 from tempr.errors import InvalidEvent, UpstreamLLMError
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
+from tempr.inference.prompts import evaluate_opinion
 from tempr.schemas.banks import Bank
 from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, decode_event, encode_event
 from tempr.schemas.ids import stable_id

@@ -6,9 +6,9 @@ import logging
 
 import asyncpg
 
-from tempr.agents.prompts import merge_background as merge_prompt
 from tempr.errors import NotFound
 from tempr.inference.llm import LLMClient
+from tempr.inference.prompts import merge_background as merge_prompt
 from tempr.schemas.banks import Bank
 from tempr.store import banks
 from tempr.store.banks import to_bank

@@ -15,10 +15,10 @@ import asyncpg
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from tempr.agents.prompts import reflect as prompt
 from tempr.errors import InvalidRequest
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient, track_usage
+from tempr.inference.prompts import reflect as prompt
 from tempr.inference.rerank import Reranker
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.banks import Bank

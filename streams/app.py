@@ -1,4 +1,4 @@
-"""The Faust app: topics from the catalog, agents from `agents/`, one worker context.
+"""The Faust app: topics from the catalog, the stages it is given, one worker context.
 
 State lives in Postgres, never in Faust tables: the embedded broker misreports partition
 end offsets, which breaks table recovery.
@@ -7,22 +7,30 @@ end offsets, which breaks table recovery.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import faust
 import mode
 
 from tempr.settings import Settings
+from tempr.streams import redelivery
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
 from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
-__all__ = ["APP_ID", "AppTopics", "create_app"]
+__all__ = ["APP_ID", "AppTopics", "Stage", "create_app"]
 
 log = logging.getLogger(__name__)
 
 APP_ID = "tempr"
+
+
+class Stage(Protocol):
+    """A stream stage: subscribes its agent(s) to the app."""
+
+    def register(self, app: Any, topics: Any, ctx: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,9 @@ def _topic(app: faust.App, spec: TopicSpec, settings: Settings) -> Any:
     )
 
 
-def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
+def create_app(settings: Settings, stages: Sequence[Stage] = ()) -> tuple[faust.App, WorkerContext]:
+    """The Faust app with ``stages`` subscribed (the worker passes `tempr.agents.worker.STAGES`:
+    the stages sit above this layer, so they are handed in rather than imported here)."""
     app = TemprFaustApp(
         APP_ID,
         broker=f"kafka://{settings.bootstrap}",
@@ -87,27 +97,7 @@ def create_app(settings: Settings) -> tuple[faust.App, WorkerContext]:
 
     app.service(_Resources)
 
-    from tempr.agents import (
-        consolidate_observations,
-        extract_facts,
-        materialize_graph,
-        record_dead_letters,
-        reinforce_opinions,
-        resolve_entities,
-        segment_messages,
-    )
-    from tempr.streams import redelivery
-
-    # The last two subscribe only when an LLM is configured.
-    for module in (
-        segment_messages,
-        extract_facts,
-        resolve_entities,
-        materialize_graph,
-        record_dead_letters,
-        reinforce_opinions,
-        consolidate_observations,
-    ):
-        module.register(app, topics, ctx)
+    for stage in stages:
+        stage.register(app, topics, ctx)
     redelivery.register(app, ctx)
     return app, ctx

@@ -11,14 +11,14 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 from uuid import UUID
 
-from tempr.agents.prompts.extract_facts import (
+from tempr.inference.llm import LLMClient
+from tempr.inference.prompts.extract_facts import (
     PROMPT_VERSION,
     ExtractionInput,
     ExtractionResponse,
     FactItem,
     build_messages,
 )
-from tempr.inference.llm import LLMClient
 from tempr.schemas.events import CausalRelation, ChunkEvent, EntityMention, ExtractedFact, MessageEvent
 from tempr.schemas.ids import stable_id
 

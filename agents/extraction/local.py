@@ -25,7 +25,6 @@ from itertools import pairwise
 from typing import Any
 from uuid import UUID
 
-from tempr.agents.extraction.dates import TimeRange, find_time_ranges, format_time_range
 from tempr.agents.extraction.entities import (
     Token,
     entities_from_doc,
@@ -37,6 +36,7 @@ from tempr.agents.extraction.entities import (
 )
 from tempr.agents.extraction.sentences import sentence_spans
 from tempr.agents.extraction.substance import carries_substance, content_words
+from tempr.dates import TimeRange, find_time_ranges, format_time_range
 from tempr.schemas.events import ChunkEvent, EntityMention, ExtractedFact, MessageEvent
 from tempr.schemas.ids import stable_id
 

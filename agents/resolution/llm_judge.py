@@ -7,10 +7,10 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
-from tempr.agents.prompts.resolve_entity import SameEntityDecision, SameEntityInput, build_messages
 from tempr.agents.resolution.entities import KnownEntity, Resolution, normalize_name
 from tempr.errors import UpstreamLLMError
 from tempr.inference.llm import LLMClient
+from tempr.inference.prompts.resolve_entity import SameEntityDecision, SameEntityInput, build_messages
 from tempr.schemas.events import ExtractedFact
 
 __all__ = ["PairKey", "judge_borderline", "pair_key"]

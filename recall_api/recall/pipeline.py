@@ -16,7 +16,7 @@ import numpy as np
 
 from tempr.errors import ConsistencyTimeout, InvalidRequest
 from tempr.inference.embeddings import Embedder
-from tempr.inference.rerank import Reranker, format_candidate, rerank_scores
+from tempr.inference.rerank import Reranker
 from tempr.recall_api.recall import fusion, scoring
 from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
@@ -24,6 +24,7 @@ from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from tempr.recall_api.recall.graph import run_graph_arm
 from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
+from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
 from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
 from tempr.recall_api.recall.temporal import (
     EventAnchor,

@@ -1,7 +1,7 @@
 """The time window a recall query refers to ("last spring", "in June 2023"), if any.
 
 Windows come from the same conservative rules the fact extractor uses
-(``agents.extraction.dates``), resolved against the query timestamp, so a fact dated "last
+(``tempr.dates``), resolved against the query timestamp, so a fact dated "last
 spring" at retain time and a query about "last spring" agree on what that means.
 
 A query anchored on an event instead of a date ("before Alice joined Google") names the event;
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from tempr.agents.extraction.dates import parse_time_expression
+from tempr.dates import parse_time_expression
 
 __all__ = ["EventAnchor", "QueryWindow", "anchored_window", "event_anchor", "query_window"]
 

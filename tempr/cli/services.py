@@ -90,7 +90,7 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
 
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
-    from tempr.streams.worker import run_worker
+    from tempr.agents.worker import run_worker
 
     run_worker(get_settings())
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from tempr.agents.extraction.dates import (
+from tempr.dates import (
     TimeRange,
     find_time_ranges,
     format_time_range,

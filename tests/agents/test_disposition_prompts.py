@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from tempr.agents.prompts.disposition import bias_instruction, describe_disposition, identity_block
-from tempr.agents.prompts.reflect import PromptFact, build_messages, output_schema
+from tempr.inference.prompts.disposition import bias_instruction, describe_disposition, identity_block
+from tempr.inference.prompts.reflect import PromptFact, build_messages, output_schema
 from tempr.schemas.banks import Disposition
 
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 
 from tempr.agents.extraction.llm import extract_with_llm, parse_when
-from tempr.agents.prompts.extract_facts import PROMPT_VERSION, ExtractionResponse, build_messages
 from tempr.errors import UpstreamLLMError
 from tempr.inference.llm import LLMClient, RetryPolicy
+from tempr.inference.prompts.extract_facts import PROMPT_VERSION, ExtractionResponse, build_messages
 from tempr.schemas.events import ChunkEvent, ExtractedFact, MessageEvent
 from tempr.settings import Settings
 from tests.llm_server import ScriptedLLMServer, reply_json

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tempr.inference.rerank import format_candidate, get_reranker, normalize_scores, rerank_scores
+from tempr.inference.rerank import get_reranker
+from tempr.recall_api.recall.rerank import format_candidate, normalize_scores, rerank_scores
 
 
 def test_calibrated_scores_pass_through() -> None:

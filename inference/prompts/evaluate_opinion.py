@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tempr.agents.prompts.disposition import identity_block
+from tempr.inference.prompts.disposition import identity_block
 from tempr.schemas.banks import Disposition
 
 __all__ = ["PROMPT_VERSION", "OpinionEvaluation", "build_messages"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tempr.agents.prompts.disposition import identity_block
+from tempr.inference.prompts.disposition import identity_block
 from tempr.schemas.banks import Disposition
 
 __all__ = [
