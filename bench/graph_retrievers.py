@@ -46,8 +46,8 @@ BUDGETS = (512, 1024, 4096)
 # variant -> (preset, graph_retriever)
 VARIANTS: dict[str, tuple[str, str | None]] = {
     "no-graph": ("no-graph", None),
-    "bfs": ("default", "bfs"),
-    "mpfp": ("default", "mpfp"),
+    "bfs": ("graph", "bfs"),
+    "mpfp": ("graph", "mpfp"),
 }
 _STOP_LIST = """the a an of to in and or is was were be been on at for with what when where who how did do
 does i you he she they it his her their my your that this as by from has have had not no yes"""
@@ -138,7 +138,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def recall(client: httpx.Client, bank: str, query: str, variant: str, when: str) -> tuple[list[dict], float]:
-    preset, retriever = VARIANTS[variant]
+    preset, retriever = VARIANTS.get(variant) or (variant.split("+") + [None])[:2]
     body: dict[str, Any] = {"query": query, "budget": "mid", "max_tokens": 4096, "query_timestamp": when}
     body["preset"] = preset
     if retriever:

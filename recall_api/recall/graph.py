@@ -12,11 +12,19 @@ from typing import Protocol
 import asyncpg
 
 from tempr.recall_api.recall.arms import ArmContext, ArmHit, ArmResult, graph_arm
-from tempr.recall_api.recall.config import GraphRetrieverName
+from tempr.recall_api.recall.config import GRAPH_RETRIEVERS, GraphRetrieverName, RecallConfig
 from tempr.recall_api.recall.graph_mpfp import MpfpRetriever
 from tempr.store import graph as graph_sql
 
-__all__ = ["RETRIEVERS", "BfsRetriever", "GraphRetriever", "GraphSeeds", "run_graph_arm"]
+__all__ = [
+    "RETRIEVERS",
+    "BfsRetriever",
+    "GraphRetriever",
+    "GraphSeeds",
+    "graph_choice",
+    "run_graph_arm",
+    "with_graph_choice",
+]
 
 
 @dataclass(slots=True)
@@ -52,19 +60,32 @@ class BfsRetriever:
 RETRIEVERS: dict[str, GraphRetriever] = {"bfs": BfsRetriever(), "mpfp": MpfpRetriever()}
 
 
+async def graph_choice(
+    pool: asyncpg.Pool, bank_id: str, requested: GraphRetrieverName | None
+) -> GraphRetrieverName | None:
+    """The graph retriever the request names, else the one the bank's config names, if any."""
+    if requested is not None:
+        return requested
+    async with pool.acquire() as conn:
+        stored = await graph_sql.bank_graph_retriever(conn, bank_id)
+    return stored if stored in GRAPH_RETRIEVERS else None  # type: ignore[return-value]
+
+
+def with_graph_choice(cfg: RecallConfig, choice: GraphRetrieverName | None, preset: str) -> RecallConfig:
+    """A choice of retriever picks the one the graph arm runs, and in the default preset (which
+    leaves the arm out) switches the arm on; a preset that names its arms keeps them."""
+    if choice is None:
+        return cfg
+    return cfg.model_copy(update={"graph_retriever": choice, "graph": cfg.graph or preset == "default"})
+
+
 async def run_graph_arm(
-    pool: asyncpg.Pool,
-    ctx: ArmContext,
-    pending: Mapping[str, asyncio.Future[ArmResult]],
-    requested: GraphRetrieverName | None = None,
+    pool: asyncpg.Pool, ctx: ArmContext, pending: Mapping[str, asyncio.Future[ArmResult]]
 ) -> ArmResult:
-    """The graph arm, timed like the others (waiting for its seeds included: that is part of
-    what the arm costs). A bank's stored choice applies when the request makes none."""
+    """The graph arm by the configured retriever, timed like the others (waiting for its
+    seeds included: that is part of what the arm costs)."""
     started = time.perf_counter()
-    if requested is None:
-        async with pool.acquire() as conn:
-            requested = await graph_sql.bank_graph_retriever(conn, ctx.bank_id)  # type: ignore[assignment]
-    retriever = RETRIEVERS.get(requested or ctx.cfg.graph_retriever, RETRIEVERS[ctx.cfg.graph_retriever])
+    retriever = RETRIEVERS[ctx.cfg.graph_retriever]
     result = await retriever.retrieve(pool, ctx, GraphSeeds(pending))
     result.note = f"{retriever.name}: {result.note}" if retriever.name == "bfs" else result.note
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)

@@ -195,9 +195,12 @@ class MpfpRetriever:
                     push_hop(
                         state, pattern[hop], adjacency, alpha=cfg.mpfp_alpha, threshold=cfg.mpfp_threshold
                     )
+        # A pattern whose path breaks off before its last hop (no causal links in the bank, say)
+        # would only rank the nodes of its first hop again: it does not vote.
+        runs = {name: run for name, run in runs.items() if run[1].frontier}
         for _, state in runs.values():
             finish(state, threshold=cfg.mpfp_threshold)
-        exclude = set() if cfg.graph_include_seeds else set(semantic) | set(temporal)
+        exclude = set() if cfg.mpfp_include_seeds else set(semantic) | set(temporal)
         rankings = {name: _ranking(state.scores, exclude) for name, (_, state) in runs.items()}
         fused = fuse_candidates({n: r for n, r in rankings.items() if r}, cfg.rrf_k)
         ids = [c.unit_id for c in fused[: ctx.limit * 2]]

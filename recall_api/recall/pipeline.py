@@ -21,7 +21,7 @@ from tempr.recall_api.recall import fusion, scoring
 from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
-from tempr.recall_api.recall.graph import run_graph_arm
+from tempr.recall_api.recall.graph import graph_choice, run_graph_arm, with_graph_choice
 from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
@@ -163,6 +163,7 @@ async def run_recall(
     max_consistency_wait_s: float,
 ) -> RecallResponse:
     cfg = resolve_preset(req.preset)
+    cfg = with_graph_choice(cfg, await graph_choice(pool, bank_id, req.graph_retriever), req.preset)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -209,7 +210,7 @@ async def run_recall(
     )
     tasks = {a: asyncio.ensure_future(run_arm(pool, a, ctx)) for a in arms if a != "graph"}
     if "graph" in arms:  # mpfp starts from the other arms' hits: it waits for them
-        tasks["graph"] = asyncio.ensure_future(run_graph_arm(pool, ctx, tasks, req.graph_retriever))
+        tasks["graph"] = asyncio.ensure_future(run_graph_arm(pool, ctx, tasks))
     results: list[ArmResult] = list(await asyncio.gather(*(tasks[a] for a in arms)))
     lap("arms")
 

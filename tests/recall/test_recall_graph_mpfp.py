@@ -52,7 +52,7 @@ async def test_mpfp_walks_typed_meta_paths_two_hops_out(
     two_hops = found[str(units["entity>semantic"].id)]
     assert "semantic:entity>semantic" in two_hops["patterns"]
     assert "semantic:semantic>causes" in found[str(units["semantic>causes"].id)]["patterns"]
-    assert str(units["seed"].id) not in found  # a seed is the semantic arm's find already
+    assert str(units["seed"].id) in found  # seeds are ranked too, as in the reference
     # One hop of spreading activation does not reach them.
     note, found = _graph_arm(recall(api, bank, QUERY, trace=True, graph_retriever="bfs"))
     assert note.startswith("bfs")
@@ -76,9 +76,12 @@ async def test_the_bank_chooses_its_retriever_and_a_request_overrides_it(
     db: asyncpg.Pool, api: httpx.Client, bank: str
 ) -> None:
     await _graph(db, bank)
+    # The default preset leaves the graph arm out until a retriever is chosen.
+    assert "graph" not in recall(api, bank, QUERY, trace=True)["trace"]["arms"]
     r = api.put(f"/v1/banks/{bank}", json={"config": {"graph_retriever": "mpfp"}})
     assert r.status_code in (200, 201), r.text
     assert _graph_arm(recall(api, bank, QUERY, trace=True))[0].startswith("mpfp")
     assert _graph_arm(recall(api, bank, QUERY, trace=True, graph_retriever="bfs"))[0].startswith("bfs")
+    assert "graph" not in recall(api, bank, QUERY, trace=True, preset="no-graph")["trace"]["arms"]
     bad = api.post(f"/v1/banks/{bank}/recall", json={"query": QUERY, "graph_retriever": "dfs"})
     assert bad.status_code == 422 and "graph_retriever" in bad.text
