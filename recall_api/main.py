@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tempr import __version__
-from tempr.inference.embeddings import get_embedder
+from tempr.inference.embeddings import embedder_from_settings
 from tempr.inference.llm import LLMClient
 from tempr.recall_api.errors import install_error_handlers
 from tempr.recall_api.mcp_server import mcp_lifespan, mount_mcp
@@ -31,6 +31,7 @@ from tempr.recall_api.routes import (
     replay,
 )
 from tempr.settings import Settings, get_settings
+from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
 from tempr.streams.publisher import Publisher, create_producer
 
@@ -56,15 +57,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         assert settings.database_url, "the API needs TEMPR_DATABASE_URL"
         pool = await create_pool(settings.database_url)
+        try:
+            embedder, _ = await asyncio.gather(
+                asyncio.to_thread(embedder_from_settings, settings), asyncio.to_thread(load_lexicon)
+            )
+            # A model whose vectors do not fit the column stops start-up with what to do.
+            await check_embedding_dimension(pool, embedder.model_name, embedder.dimension)
+        except BaseException:
+            await pool.close()
+            raise
         producer = create_producer(settings.bootstrap)
         await producer.start()
         app.state.settings = settings
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer)
-        app.state.embedder, _ = await asyncio.gather(
-            asyncio.to_thread(get_embedder, settings.embedding_model, settings.embedding_batch_size),
-            asyncio.to_thread(load_lexicon),
-        )
+        app.state.embedder = embedder
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
         try:
             async with mcp_lifespan(app):
