@@ -209,7 +209,9 @@ async def run_recall(
         bank_size=bank_size,
         window=window,
     )
-    tasks = {a: asyncio.ensure_future(run_arm(pool, a, ctx)) for a in arms if a != "graph"}
+    tasks: dict[str, asyncio.Future[ArmResult]] = {
+        a: asyncio.ensure_future(run_arm(pool, a, ctx)) for a in arms if a != "graph"
+    }
     if "graph" in arms:  # mpfp starts from the other arms' hits: it waits for them
         tasks["graph"] = asyncio.ensure_future(run_graph_arm(pool, ctx, tasks))
     results: list[ArmResult] = list(await asyncio.gather(*(tasks[a] for a in arms)))
