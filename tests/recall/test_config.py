@@ -122,11 +122,11 @@ def test_a_graph_retriever_choice_switches_the_arm_on_in_the_default_preset_only
     from tempr.recall_api.recall.graph import with_graph_choice
 
     default, graph, no_graph = PRESETS["default"], PRESETS["graph"], PRESETS["no-graph"]
-    assert default.graph is False and graph.graph_retriever == "bfs"
+    assert default.graph is False and graph.graph_retriever == "mpfp"
     assert with_graph_choice(default, None, "default") is default
     chosen = with_graph_choice(default, "mpfp", "default")
     assert (chosen.graph, chosen.graph_retriever) == (True, "mpfp")
-    assert with_graph_choice(graph, "mpfp", "graph").graph_retriever == "mpfp"
+    assert with_graph_choice(graph, "bfs", "graph").graph_retriever == "bfs"
     assert with_graph_choice(no_graph, "mpfp", "no-graph").graph is False  # the preset says no
     assert (RecallConfig().mpfp_alpha, RecallConfig().mpfp_threshold, RecallConfig().mpfp_top_k) == (
         0.15,

@@ -227,7 +227,7 @@ async def test_graph_arm_surfaces_an_entity_neighbour(db: asyncpg.Pool, api: htt
     neighbour = Unit("The quarterly offsite in Denver was cancelled.")
     await insert_units(db, bank, [seed, neighbour])
     await insert_entity(db, bank, "Google", [seed.id, neighbour.id])
-    body = recall(api, bank, "Where does Alice work?", include={"entities": True}, preset="graph")
+    body = recall(api, bank, "Where does Alice work?", include={"entities": True}, graph_retriever="bfs")
     by_id = {r["id"]: r for r in body["results"]}
     # Only the graph arm finds the neighbour; the seed is the semantic arm's find.
     assert by_id[str(neighbour.id)]["scores"]["arms"] == {"graph": 1}
