@@ -22,6 +22,8 @@ from uuid import UUID
 from tempr.schemas.api import RetainItem
 from tempr.schemas.events import EndOfConversation, MessageEvent, encode_event
 from tempr.schemas.retain import to_message_event
+from tempr.settings import Settings
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import create_producer, send_messages
 from tempr.streams.topics import MESSAGES, conversation_key, event_headers
 
@@ -48,6 +50,13 @@ class TemprProducer:
 
     def __init__(self, bootstrap_servers: str, **producer_options: Any) -> None:
         self._producer = create_producer(bootstrap_servers, **producer_options)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **producer_options: Any) -> Self:
+        """Broker address, SASL and TLS from the `TEMPR_KAFKA_*` settings (see README "Security");
+        `producer_options` still override."""
+        settings = settings or Settings()
+        return cls(settings.bootstrap, **(kafka_client_options(settings) | producer_options))
 
     async def start(self) -> None:
         await self._producer.start()

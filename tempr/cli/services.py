@@ -57,6 +57,15 @@ def up(
     database_url: Annotated[
         str | None, typer.Option(help="Use this Postgres (with pgvector) instead of the embedded one.")
     ] = None,
+    auth: Annotated[
+        bool | None, typer.Option("--auth", help="Require API keys (TEMPR_AUTH=keys); see README 'Security'.")
+    ] = None,
+    insecure: Annotated[
+        bool | None,
+        typer.Option(
+            "--insecure", help="Serve a non-loopback address without keys (something else checks access)."
+        ),
+    ] = None,
 ) -> None:
     """Run the whole system: Postgres+pgvector, a Kafka-protocol broker, the worker and the API.
 
@@ -76,9 +85,13 @@ def up(
             broker_port=broker_port,
             kafka_bootstrap=kafka_bootstrap,
             database_url=database_url,
+            auth="keys" if auth else None,
+            insecure=insecure,
         )
     )
+    _refuse_open_exposure(settings)
     logging.basicConfig(level=logging.WARNING)
+    _warn_if_exposed(settings)
     started = time.monotonic()
     supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]·[/dim] {msg}"))
     try:
@@ -92,11 +105,30 @@ def up(
                 console.print(f"tempr could not start: {exc}", style="red", markup=False)
                 raise typer.Exit(1) from exc
         _print_endpoints(settings, health, time.monotonic() - started)
+        _print_access(settings, supervisor.bootstrap_key)
         supervisor.run_forever()
     finally:
         with console.status("stopping…"):
             supervisor.stop()
         console.print("tempr stopped")
+
+
+def _refuse_open_exposure(settings: Settings) -> None:
+    from tempr.keyring import OpenExposure, check_exposure
+
+    try:
+        check_exposure(settings)
+    except OpenExposure as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _warn_if_exposed(settings: Settings) -> None:
+    from tempr.recall_api.guards import exposure_warning
+
+    warning = exposure_warning(settings.host)
+    if warning and settings.auth == "open":
+        console.print(f"[bold red]WARNING:[/bold red] {warning}")
 
 
 def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
@@ -111,6 +143,19 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
     table.add_row("pending events", str(health.get("pending_events")))
     console.print(table)
     console.print("Ctrl-C to stop.")
+
+
+def _print_access(settings: Settings, bootstrap_key: str | None) -> None:
+    if not settings.auth_required:
+        console.print(
+            f"[yellow]OPEN mode: no API keys; anyone who reaches {settings.host}:{settings.port} can read "
+            "and write every bank. `tempr up --auth` requires keys.[/yellow]"
+        )
+        return
+    console.print("API keys required (Authorization: Bearer <key>); `tempr keys --help` manages them.")
+    if bootstrap_key is not None:
+        console.print("First start with keys: the admin key for every bank, shown only this once:")
+        console.print(bootstrap_key, style="bold", markup=False, highlight=False, soft_wrap=True)
 
 
 def worker() -> None:
@@ -132,6 +177,8 @@ def api() -> None:
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
+    _refuse_open_exposure(settings)
+    _warn_if_exposed(settings)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
