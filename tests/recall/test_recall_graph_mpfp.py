@@ -66,8 +66,8 @@ async def test_mpfp_results_reach_the_answer_and_respect_filters(
     units = await _graph(db, bank)
     body = recall(api, bank, QUERY, graph_retriever="mpfp")
     by_id = {r["id"]: r for r in body["results"]}
-    # Packed for the answer, found by the graph arm alone.
-    assert set(by_id[str(units["entity>semantic"].id)]["scores"]["arms"]) == {"graph"}
+    # Packed for the answer, and the graph arm is among those that found it.
+    assert "graph" in by_id[str(units["entity>semantic"].id)]["scores"]["arms"]
     _, found = _graph_arm(recall(api, bank, QUERY, trace=True, graph_retriever="mpfp", types=["experience"]))
     assert found == {}
 
