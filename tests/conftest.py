@@ -1,6 +1,8 @@
 """Shared fixtures. Integration tests run against one real embedded stack per session:
 PostgreSQL+pgvector (pgserver), the Tansu broker, a Faust worker and the API, started by the
-same `Supervisor` that `tempr up` uses.
+same `Supervisor` that `tempr up` uses. `pytest --broker kafka` gives that stack an Apache
+Kafka broker instead (`tests/brokers/apache_kafka.py`), the same one `kafka_bootstrap` gives
+the broker tests.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from tempr.settings import Settings
 from tempr.store.pool import create_pool
 from tempr.streams.runtime import Supervisor
+from tests.brokers.apache_kafka import ApacheKafka
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -57,9 +60,28 @@ def running_stack(settings: Settings) -> Iterator[Supervisor]:
         supervisor.stop()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the broker of the session's stack: the embedded Tansu, or Apache Kafka",
+    )
+
+
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
-    with running_stack(make_settings(tmp_path_factory.mktemp("tempr"))) as supervisor:
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Apache Kafka broker (and its ZooKeeper) for the session, started on first use."""
+    with ApacheKafka(tmp_path_factory.mktemp("apache-kafka")) as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervisor]:
+    overrides: dict[str, object] = {}
+    if request.config.getoption("--broker") == "kafka":
+        overrides["kafka_bootstrap"] = request.getfixturevalue("kafka_bootstrap")
+    with running_stack(make_settings(tmp_path_factory.mktemp("tempr"), **overrides)) as supervisor:
         yield supervisor
 
 
