@@ -210,8 +210,8 @@ class ApacheKafka:
         self.zookeeper_heap_mb = zookeeper_heap_mb
         self.auto_create_topics = auto_create_topics
         self.detach = detach
-        self._zookeeper: subprocess.Popen[bytes] | None = None
-        self._kafka: subprocess.Popen[bytes] | None = None
+        self._fixed_ports = {n for n, p in (("kafka", port), ("zookeeper", zookeeper_port)) if p}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     @property
     def bootstrap(self) -> str:
@@ -226,20 +226,12 @@ class ApacheKafka:
     def start(self, timeout: float = 120.0) -> str:
         home = ensure_kafka(self.cache)
         java = java_home() / "bin" / "java"
-        logs = self.data_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.data_dir / "log4j.properties").write_text(_LOG4J)
         deadline = time.monotonic() + timeout
         try:
-            say(f"starting ZooKeeper on {HOST}:{self.zookeeper_port}")
-            self._zookeeper = self._spawn(
-                java, home, "org.apache.zookeeper.server.quorum.QuorumPeerMain", "zookeeper"
-            )
-            _wait_zookeeper(self._zookeeper, self.zookeeper_port, logs / "zookeeper.log", deadline)
-            say(f"starting Kafka {KAFKA_VERSION} on {self.bootstrap}")
-            self._kafka = self._spawn(java, home, "kafka.Kafka", "kafka")
-            with _quiet("aiokafka"):  # each early try logs a refused connection or empty metadata
-                _run(_wait_controller(self._kafka, self.bootstrap, logs / "kafka.log", deadline))
+            self._start_one("zookeeper", java, home, deadline)
+            self._start_one("kafka", java, home, deadline)
         except BaseException:
             self.stop()
             raise
@@ -247,15 +239,16 @@ class ApacheKafka:
         return self.bootstrap
 
     def alive(self) -> bool:
-        return all(p is not None and p.poll() is None for p in (self._zookeeper, self._kafka))
+        return len(self._procs) == 2 and all(p.poll() is None for p in self._procs.values())
 
     @property
     def pids(self) -> dict[str, int]:
-        return {name: p.pid for name, p in (("zookeeper", self._zookeeper), ("kafka", self._kafka)) if p}
+        return {name: p.pid for name, p in self._procs.items()}
 
     def stop(self, timeout: float = 30.0) -> None:
         """The broker first: without ZooKeeper its shutdown waits on a reconnect."""
-        for proc in (self._kafka, self._zookeeper):
+        for name in ("kafka", "zookeeper"):
+            proc = self._procs.pop(name, None)
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 try:
@@ -263,9 +256,43 @@ class ApacheKafka:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        self._kafka = self._zookeeper = None
 
-    def _spawn(self, java: Path, home: Path, main_class: str, name: str) -> subprocess.Popen[bytes]:
+    def _start_one(self, name: str, java: Path, home: Path, deadline: float) -> None:
+        """Starts `name` and waits until it serves; tries again where waiting helps."""
+        log = self.data_dir / "logs" / f"{name}.log"
+        while True:
+            since = log.stat().st_size if log.exists() else 0
+            if name == "zookeeper":
+                say(f"starting ZooKeeper on {HOST}:{self.zookeeper_port}")
+            else:
+                say(f"starting Kafka {KAFKA_VERSION} on {self.bootstrap}")
+            proc = self._procs[name] = self._spawn(java, home, name)
+            try:
+                if name == "zookeeper":
+                    _wait_zookeeper(proc, self.zookeeper_port, log, deadline)
+                else:
+                    with _quiet("aiokafka"):  # each early try logs a refused connection or empty metadata
+                        _run(_wait_controller(proc, self.bootstrap, log, deadline))
+                return
+            except BrokerStartError:
+                if proc.poll() is None or time.monotonic() > deadline:
+                    raise
+                output = _read_from(log, since)
+                if "BindException" in output and name not in self._fixed_ports:
+                    say(f"the port of {name} was taken meanwhile; trying another")
+                    if name == "zookeeper":
+                        self.zookeeper_port = _free_port()
+                    else:
+                        self.port = _free_port()
+                elif "NodeExistsException" in output and name == "kafka":
+                    # After a kill, ZooKeeper keeps the old broker's registration until that
+                    # session times out (zookeeper.session.timeout.ms, 6 s).
+                    say("ZooKeeper still holds the previous broker's registration; retrying")
+                    time.sleep(1.0)
+                else:
+                    raise
+
+    def _spawn(self, java: Path, home: Path, name: str) -> subprocess.Popen[bytes]:
         props = self.data_dir / f"{name}.properties"
         props.write_text(self._zookeeper_props() if name == "zookeeper" else self._kafka_props())
         heap = self.zookeeper_heap_mb if name == "zookeeper" else self.heap_mb
@@ -278,7 +305,7 @@ class ApacheKafka:
             f"-Dkafka.logs.dir={self.data_dir / 'logs'}",
             "-cp",
             f"{home / 'libs'}/*",
-            main_class,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain" if name == "zookeeper" else "kafka.Kafka",
             str(props),
         ]
         with open(self.data_dir / "logs" / f"{name}.log", "ab") as out:
@@ -347,6 +374,12 @@ def _read_tail(path: Path, lines: int) -> list[str]:
         return path.read_text(errors="replace").splitlines(keepends=True)[-lines:]
     except OSError:
         return []
+
+
+def _read_from(path: Path, offset: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
 
 
 def _wait_zookeeper(proc: subprocess.Popen[bytes], port: int, log: Path, deadline: float) -> None:
