@@ -38,7 +38,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,6 +85,10 @@ log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.request.logger=WARN
 log4j.logger.state.change.logger=WARN
 """
+
+# When the process that started them dies, ZooKeeper is terminated and the broker killed: a
+# clean broker shutdown waits forever on the ZooKeeper that is going away at the same moment.
+_ORPHAN_SIGNAL = {"zookeeper": signal.SIGTERM, "kafka": signal.SIGKILL}
 
 T = TypeVar("T")
 
@@ -246,11 +250,16 @@ class ApacheKafka:
         return {name: p.pid for name, p in self._procs.items()}
 
     def stop(self, timeout: float = 30.0) -> None:
-        """The broker first: without ZooKeeper its shutdown waits on a reconnect."""
+        """The broker first: without ZooKeeper its clean shutdown waits forever on a reconnect,
+        so a broker whose ZooKeeper has gone is killed."""
+        zookeeper_gone = "zookeeper" in self._procs and self._procs["zookeeper"].poll() is not None
         for name in ("kafka", "zookeeper"):
             proc = self._procs.pop(name, None)
             if proc is not None and proc.poll() is None:
-                proc.terminate()
+                if name == "kafka" and zookeeper_gone:
+                    proc.kill()
+                else:
+                    proc.terminate()
                 try:
                     proc.wait(timeout)
                 except subprocess.TimeoutExpired:
@@ -316,7 +325,7 @@ class ApacheKafka:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "JAVA_HOME": str(java.parent.parent)},
                 start_new_session=self.detach,
-                preexec_fn=None if self.detach else _die_with_parent,
+                preexec_fn=None if self.detach else _die_with_parent(_ORPHAN_SIGNAL[name]),
             )
 
     def _zookeeper_props(self) -> str:
@@ -358,10 +367,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """preexec_fn: the kernel SIGTERMs the child when its parent dies (Linux; else a no-op)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def _die_with_parent(sig: signal.Signals) -> Callable[[], None]:
+    """A preexec_fn: the kernel sends `sig` to the child when its parent dies (Linux only)."""
+
+    def arm() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
+
+    return arm
 
 
 def _exited(proc: subprocess.Popen[bytes], what: str, log: Path) -> BrokerStartError:
