@@ -32,7 +32,10 @@ from tempr.recall_api.routes import (
 )
 from tempr.settings import Settings, get_settings
 from tempr.store.pool import create_pool
-from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.broker_features import detect_features
+from tempr.streams.group_lag import GroupLag
+from tempr.streams.publisher import Publisher, start_producer
+from tempr.streams.topics import ALL_TOPICS, WORKER_GROUP
 
 __all__ = ["create_app"]
 
@@ -56,8 +59,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         assert settings.database_url, "the API needs TEMPR_DATABASE_URL"
         pool = await create_pool(settings.database_url)
-        producer = create_producer(settings.bootstrap)
-        await producer.start()
+        features = await detect_features(settings.bootstrap)
+        producer = await start_producer(settings.bootstrap, **features.producer_options())
+        # The group's own lag only where the broker's end offsets can be trusted (Apache Kafka).
+        group_lag = GroupLag(settings.bootstrap, WORKER_GROUP, [t.name for t in ALL_TOPICS])
+        if features.idempotent_producer:
+            await group_lag.start()
+        app.state.group_lag = group_lag if features.idempotent_producer else None
         app.state.settings = settings
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer)
@@ -72,6 +80,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if app.state.llm is not None:
                 await app.state.llm.aclose()
+            if app.state.group_lag is not None:
+                await app.state.group_lag.stop()
             await producer.stop()
             await pool.close()
 

@@ -43,6 +43,12 @@ class ApiMetrics:
             "tempr_dead_letters", "Dead letters not replayed yet.", registry=self.registry
         )
         self.banks = Gauge("tempr_banks", "Banks with a profile.", registry=self.registry)
+        self.group_lag = Gauge(
+            "tempr_consumer_group_lag",
+            "Records the workers' consumer group has not committed yet, by topic (Apache Kafka only).",
+            ["topic"],
+            registry=self.registry,
+        )
 
     def asgi_middleware(self, app: ASGIApp) -> ASGIApp:
         """Pure ASGI (not BaseHTTPMiddleware): streamed answers such as MCP's pass untouched."""

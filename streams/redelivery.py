@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.publisher import Publisher, start_producer
 
 __all__ = ["register"]
 
@@ -25,8 +25,7 @@ def register(app: Any, ctx: Any) -> None:
             return
         publisher = state.get("publisher")
         if publisher is None:
-            producer = create_producer(ctx.settings.bootstrap)
-            await producer.start()
+            producer = await start_producer(ctx.settings.bootstrap)
             publisher = state["publisher"] = Publisher(ctx.db, producer)
             ctx.on_stop(producer.stop)
         count = await publisher.redeliver(older_than_s=ctx.settings.redeliver_after_s)

