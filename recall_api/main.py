@@ -32,6 +32,7 @@ from tempr.recall_api.routes import (
 )
 from tempr.settings import Settings, get_settings
 from tempr.store.pool import create_pool
+from tempr.streams.admin import ensure_topics
 from tempr.streams.broker_features import detect_features
 from tempr.streams.group_lag import GroupLag
 from tempr.streams.publisher import Publisher, start_producer
@@ -59,6 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         assert settings.database_url, "the API needs TEMPR_DATABASE_URL"
         pool = await create_pool(settings.database_url)
+        # Retains published before any worker made the topics would only wait for the sweeper.
+        await ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0)
         features = await detect_features(settings.bootstrap)
         producer = await start_producer(settings.bootstrap, **features.producer_options())
         # The group's own lag only where the broker's end offsets can be trusted (Apache Kafka).

@@ -102,8 +102,15 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float, superviso
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
     from tempr.agents.worker import run_worker
+    from tempr.streams.admin import ensure_topics
 
-    run_worker(get_settings())
+    settings = get_settings()
+    # Faust makes its directory inside, without parents: a fresh container has no data dir yet.
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # With no `tempr up` to create them (production), the catalog's topics are made here, with
+    # the catalog's partitions, before Faust would declare them with its own defaults.
+    asyncio.run(ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0))
+    run_worker(settings)
 
 
 def api() -> None:
