@@ -91,14 +91,34 @@ class ExternalPostgres:
         self._pg_ctl("-w", "-o", options, "-l", str(self.pgdata / "server.log"), "start")
         return self.url
 
-    def stop(self) -> None:
-        if (self.pgdata / "postmaster.pid").exists():
-            self._pg_ctl("-w", "-m", "fast", "stop")
+    def stop(self, timeout: float = 60.0) -> None:
+        """A fast shutdown (SIGINT to the postmaster), sent by us rather than by pg_ctl: under
+        root, pg_ctl runs as pgserver's user, who may meanwhile have lost the right to walk
+        into /tmp/pytest-of-root (every pytest session resets it to 0700)."""
+        try:
+            pid = int((self.pgdata / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, signal.SIGINT)
+        except (OSError, ValueError, IndexError):
+            return
+        deadline = time.monotonic() + timeout
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
 
     def _pg_ctl(self, *args: str) -> None:
         from pgserver import pg_ctl
+        from pgserver.utils import ensure_prefix_permissions
 
+        if self._user is not None:
+            ensure_prefix_permissions(self.pgdata)  # see stop()
         pg_ctl(list(args), pgdata=self.pgdata, user=self._user, timeout=60)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (PID 1 here does not reap the daemons pg_ctl leaves to it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @dataclass

@@ -78,7 +78,12 @@ def test_the_process_stack_retains_and_recalls_through_kafka(production: Product
         assert health["status"] == "ok"
         assert health["details"]["group_lag"] is not None  # the API found a real Kafka
         items = [
-            {"content": f"Production probe {i}: Nadia repaired {i} bicycles in Ghent.", "message_id": f"p{i}"}
+            {
+                "content": f"Production probe {i}: I repaired {i} bicycles in Ghent.",
+                "speaker": "Nadia",
+                "conversation_id": f"c{i % 3}",
+                "message_id": f"p{i}",
+            }
             for i in range(20)
         ]
         token = api.post("/v1/banks/prod/memories", json={"items": items}).json()["consistency"]["token"]
@@ -90,7 +95,9 @@ def test_the_process_stack_retains_and_recalls_through_kafka(production: Product
         assert "bicycles" in texts
 
         def all_stored() -> bool:
-            return api.get("/v1/banks/prod/memories", params={"limit": 100}).json()["total"] >= 20
+            facts = api.get("/v1/banks/prod/memories", params={"limit": 100}).json()["items"]
+            cited = {m for f in facts for m in f["source_message_ids"]}
+            return cited == {f"p{i}" for i in range(20)} and api.get("/health").json()["pending_events"] == 0
 
         wait_until(all_stored, timeout=120)
     for name in ("worker-1", "worker-2", "api"):
