@@ -12,5 +12,5 @@ COPY schemas schemas
 COPY store store
 COPY inference inference
 COPY migrations migrations
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ".[server]"
 USER nobody

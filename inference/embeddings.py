@@ -1,4 +1,9 @@
-"""Sentence embeddings through sentence-transformers, loaded from a name or a local path."""
+"""Sentence embeddings: a small protocol, a local sentence-transformers model and a remote
+OpenAI-compatible `/v1/embeddings` endpoint (TEI, vLLM, OpenAI), chosen by settings.
+
+Every implementation returns L2-normalized float32 rows and knows its `dimension` (asked of the
+model, not configured), which start-up checks against the database column.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,39 @@ import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx
 import numpy as np
 
+from tempr.errors import TemprError
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
-__all__ = ["Embedder", "get_embedder", "resolve_model_path"]
+if TYPE_CHECKING:
+    from tempr.settings import Settings
+
+__all__ = [
+    "Embedder",
+    "EmbeddingServiceError",
+    "LocalEmbedder",
+    "RemoteEmbedder",
+    "embedder_from_settings",
+    "get_embedder",
+    "resolve_model_path",
+]
+
+
+class EmbeddingServiceError(TemprError):
+    """The embedding endpoint failed or answered something that is not embeddings."""
+
+
+class Embedder(Protocol):
+    model_name: str
+    dimension: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def aencode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def resolve_model_path(name: str) -> str:
@@ -24,21 +56,27 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
-class Embedder:
-    """Normalized embeddings; one model per process, encode calls serialized.
+def _normalized(rows: Any) -> np.ndarray:
+    vectors = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+class LocalEmbedder:
+    """A sentence-transformers model in this process; encode calls serialized.
 
     torch already uses every core for one batch, so concurrent encodes would only thrash;
     the lock also keeps the async callers from blocking the event loop (work runs in a thread).
     """
 
-    def __init__(self, model: str, *, batch_size: int = 64) -> None:
+    def __init__(self, model: str, *, batch_size: int = 64, device: str = "cpu") -> None:
         from sentence_transformers import SentenceTransformer
 
         path = resolve_model_path(model)
         if os.path.isdir(path):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.model_name = model
-        self._model = SentenceTransformer(path, device="cpu")
+        self._model = SentenceTransformer(path, device=device)
         self._batch_size = batch_size
         self._lock = threading.Lock()
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
@@ -64,6 +102,94 @@ class Embedder:
         return await asyncio.to_thread(self.encode, texts)
 
 
+class RemoteEmbedder:
+    """An OpenAI-compatible `POST {base_url}/embeddings` (base_url ends in `/v1`, as the
+    `openai` client's does). The dimension is probed with one request at construction."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+    ) -> None:
+        self.model_name = model
+        self._url = base_url.rstrip("/") + "/embeddings"
+        self._batch_size = batch_size
+        self._client = httpx.Client(
+            timeout=timeout_s,
+            headers={"authorization": f"Bearer {api_key}"} if api_key else {},
+            transport=httpx.HTTPTransport(retries=max_retries),  # connection failures only
+        )
+        self.dimension = int(self.encode(["dimension probe"]).shape[1])
+
+    def _rows(self, texts: list[str], response: httpx.Response) -> list[list[float]]:
+        if response.status_code != 200:
+            raise EmbeddingServiceError(
+                f"embedding endpoint {self._url} answered {response.status_code}: {response.text[:300]}"
+            )
+        try:
+            data = sorted(response.json()["data"], key=lambda d: d["index"])
+            rows = [d["embedding"] for d in data]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingServiceError(
+                f"embedding endpoint {self._url} sent no embeddings: {exc!r}"
+            ) from exc
+        if len(rows) != len(texts):
+            raise EmbeddingServiceError(
+                f"embedding endpoint {self._url}: {len(rows)} rows for {len(texts)} texts"
+            )
+        return rows
+
+    def _body(self, texts: list[str]) -> dict[str, Any]:
+        return {"model": self.model_name, "input": texts, "encoding_format": "float"}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            try:
+                response = self._client.post(self._url, json=self._body(batch))
+            except httpx.HTTPError as exc:
+                raise EmbeddingServiceError(f"embedding endpoint {self._url} unreachable: {exc!r}") from exc
+            rows += self._rows(batch, response)
+        return _normalized(rows)
+
+    async def aencode(self, texts: Sequence[str]) -> np.ndarray:
+        # One pooled, thread-safe client for the process, as the local model runs in a thread too.
+        return await asyncio.to_thread(self.encode, texts)
+
+
 @lru_cache(maxsize=4)
-def get_embedder(model: str, batch_size: int = 64) -> Embedder:
-    return Embedder(model, batch_size=batch_size)
+def get_embedder(
+    model: str,
+    batch_size: int = 64,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    device: str = "cpu",
+    timeout_s: float = 60.0,
+) -> Embedder:
+    """The process-wide embedder: remote when `base_url` is given, else a local model."""
+    if base_url:
+        return RemoteEmbedder(model, base_url, api_key=api_key, batch_size=batch_size, timeout_s=timeout_s)
+    return LocalEmbedder(model, batch_size=batch_size, device=device)
+
+
+def embedder_from_settings(settings: Settings, model: str | None = None) -> Embedder:
+    """The embedder the settings name (`model` overrides `TEMPR_EMBEDDING_MODEL`). Blocking:
+    loads a model or probes the endpoint, so async callers run it in a thread."""
+    key = settings.embedding_api_key
+    return get_embedder(
+        model or settings.embedding_model,
+        settings.embedding_batch_size,
+        base_url=settings.embedding_base_url,
+        api_key=key.get_secret_value() if key else None,
+        device=settings.model_device,
+        timeout_s=settings.model_timeout_s,
+    )

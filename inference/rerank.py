@@ -1,4 +1,5 @@
-"""Rerankers: a small protocol, and a local sentence-transformers CrossEncoder.
+"""Rerankers: a small protocol, a local sentence-transformers CrossEncoder and a remote
+`/rerank` endpoint (TEI's or Cohere's shape), chosen by settings.
 
 The model (``settings.reranker_model``, a sentence-transformers CrossEncoder name or path) is
 loaded on first use, not at import or startup, and scored in a worker thread so the event
@@ -13,9 +14,24 @@ import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["RERANK_BATCH_SIZE", "CrossEncoderReranker", "Reranker", "get_reranker"]
+import httpx
+
+from tempr.errors import TemprError
+
+if TYPE_CHECKING:
+    from tempr.settings import Settings
+
+__all__ = [
+    "RERANK_BATCH_SIZE",
+    "CrossEncoderReranker",
+    "RemoteReranker",
+    "RerankServiceError",
+    "Reranker",
+    "get_reranker",
+    "reranker_from_settings",
+]
 
 RERANK_BATCH_SIZE = 32
 
@@ -32,8 +48,9 @@ class Reranker(Protocol):
 class CrossEncoderReranker:
     """A lazily loaded CrossEncoder; predictions serialized (torch already uses every core)."""
 
-    def __init__(self, model: str, *, batch_size: int = RERANK_BATCH_SIZE) -> None:
+    def __init__(self, model: str, *, batch_size: int = RERANK_BATCH_SIZE, device: str = "cpu") -> None:
         self.model_name = model
+        self.device = device
         self.method = f"cross-encoder:{model}"
         self.batch_size = batch_size
         self._model: Any = None
@@ -45,7 +62,7 @@ class CrossEncoderReranker:
 
             if os.path.isdir(self.model_name):
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            self._model = CrossEncoder(self.model_name, device="cpu")
+            self._model = CrossEncoder(self.model_name, device=self.device)
         return self._model
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
@@ -70,7 +87,84 @@ class CrossEncoderReranker:
         return await asyncio.to_thread(self.score, query, documents)
 
 
+class RerankServiceError(TemprError):
+    """The rerank endpoint failed or answered something that is not scores."""
+
+
+class RemoteReranker:
+    """`POST {base_url}/rerank`: TEI (`http://host:8080`) or Cohere-style (`.../v1`).
+
+    The body carries the documents as both `texts` (TEI) and `documents` (Cohere, Jina, vLLM);
+    the answer is read in either shape: a list of `{index, score}` or `{"results": [{index,
+    relevance_score}]}`.
+    """
+
+    def __init__(
+        self, model: str, base_url: str, *, api_key: str | None = None, timeout_s: float = 60.0
+    ) -> None:
+        self.model_name = model
+        self.method = f"rerank-endpoint:{model}"
+        self._url = base_url.rstrip("/") + "/rerank"
+        self._client = httpx.AsyncClient(
+            timeout=timeout_s, headers={"authorization": f"Bearer {api_key}"} if api_key else {}
+        )
+
+    async def ascore(self, query: str, documents: Sequence[str]) -> list[float]:
+        if not documents:
+            return []
+        docs = list(documents)
+        body = {
+            "model": self.model_name,
+            "query": query,
+            "texts": docs,
+            "documents": docs,
+            "top_n": len(docs),
+        }
+        try:
+            response = await self._client.post(self._url, json=body)
+        except httpx.HTTPError as exc:
+            raise RerankServiceError(f"rerank endpoint {self._url} unreachable: {exc!r}") from exc
+        if response.status_code != 200:
+            raise RerankServiceError(
+                f"rerank endpoint {self._url} answered {response.status_code}: {response.text[:300]}"
+            )
+        try:
+            payload = response.json()
+            items = payload["results"] if isinstance(payload, dict) else payload
+            scores = {int(i["index"]): float(i.get("relevance_score", i.get("score"))) for i in items}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RerankServiceError(f"rerank endpoint {self._url} sent no scores: {exc!r}") from exc
+        if sorted(scores) != list(range(len(docs))):
+            raise RerankServiceError(
+                f"rerank endpoint {self._url}: scores for {len(scores)} of {len(docs)} documents"
+            )
+        return [scores[i] for i in range(len(docs))]
+
+
 @lru_cache(maxsize=4)
-def get_reranker(model: str | None) -> CrossEncoderReranker | None:
-    """The process-wide reranker for ``model``; None when no model is configured."""
-    return CrossEncoderReranker(model) if model else None
+def get_reranker(
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    device: str = "cpu",
+    timeout_s: float = 60.0,
+) -> Reranker | None:
+    """The process-wide reranker for ``model`` (remote when `base_url` is given); None when no
+    model is configured. Nothing is loaded or called here."""
+    if not model:
+        return None
+    if base_url:
+        return RemoteReranker(model, base_url, api_key=api_key, timeout_s=timeout_s)
+    return CrossEncoderReranker(model, device=device)
+
+
+def reranker_from_settings(settings: Settings) -> Reranker | None:
+    key = settings.reranker_api_key
+    return get_reranker(
+        settings.reranker_model,
+        base_url=settings.reranker_base_url,
+        api_key=key.get_secret_value() if key else None,
+        device=settings.model_device,
+        timeout_s=settings.model_timeout_s,
+    )

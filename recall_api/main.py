@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tempr import __version__
-from tempr.inference.embeddings import get_embedder
+from tempr.inference.embeddings import embedder_from_settings
 from tempr.inference.llm import LLMClient
 from tempr.recall_api.errors import install_error_handlers
 from tempr.recall_api.mcp_server import mcp_lifespan, mount_mcp
@@ -31,6 +31,7 @@ from tempr.recall_api.routes import (
     replay,
 )
 from tempr.settings import Settings, get_settings
+from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.broker_features import detect_features
@@ -60,22 +61,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         assert settings.database_url, "the API needs TEMPR_DATABASE_URL"
         pool = await create_pool(settings.database_url)
-        # Retains published before any worker made the topics would only wait for the sweeper.
-        await ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0)
-        features = await detect_features(settings.bootstrap)
+        try:
+            embedder, _ = await asyncio.gather(
+                asyncio.to_thread(embedder_from_settings, settings), asyncio.to_thread(load_lexicon)
+            )
+            # A model whose vectors do not fit the column stops start-up with what to do.
+            await check_embedding_dimension(pool, embedder.model_name, embedder.dimension)
+            # Retains published before any worker made the topics would wait for the sweeper.
+            await ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0)
+            features = await detect_features(settings.bootstrap)
+        except BaseException:
+            await pool.close()
+            raise
         producer = await start_producer(settings.bootstrap, **features.producer_options())
         # The group's own lag only where the broker's end offsets can be trusted (Apache Kafka).
-        group_lag = GroupLag(settings.bootstrap, WORKER_GROUP, [t.name for t in ALL_TOPICS])
+        app.state.group_lag = None
         if features.idempotent_producer:
-            await group_lag.start()
-        app.state.group_lag = group_lag if features.idempotent_producer else None
+            app.state.group_lag = GroupLag(settings.bootstrap, WORKER_GROUP, [t.name for t in ALL_TOPICS])
+            await app.state.group_lag.start()
         app.state.settings = settings
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer)
-        app.state.embedder, _ = await asyncio.gather(
-            asyncio.to_thread(get_embedder, settings.embedding_model, settings.embedding_batch_size),
-            asyncio.to_thread(load_lexicon),
-        )
+        app.state.embedder = embedder
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
         try:
             async with mcp_lifespan(app):

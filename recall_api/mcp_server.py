@@ -20,11 +20,10 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 import httpx
-from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AwareDatetime, BaseModel, Field
@@ -35,6 +34,9 @@ from tempr.schemas.api import BankStats, DocumentDeleted, EntityPage
 from tempr.schemas.banks import Bank, BankPage, Disposition
 from tempr.schemas.recall import FactType
 from tempr.schemas.reflect import ReflectResponse
+
+if TYPE_CHECKING:  # the stdio server (`tempr mcp`, the `cli` extra) runs without FastAPI
+    from fastapi import FastAPI
 
 __all__ = ["MCP_PATH", "TemprTools", "build_mcp_server", "mcp_lifespan", "mount_mcp"]
 

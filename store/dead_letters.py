@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -38,7 +39,7 @@ _COLUMNS = 'id, stage, topic, partition, "offset", key, payload, error, failed_a
 
 async def list_dead_letters(
     pool: asyncpg.Pool, *, limit: int = 100, offset: int = 0, replayed: bool | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Newest first; `replayed` keeps only letters replayed (True) or not yet (False)."""
     rows = await pool.fetch(
         f"""
@@ -58,7 +59,7 @@ async def count_pending(pool: asyncpg.Pool) -> int:
     return await pool.fetchval("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")
 
 
-async def lock_dead_letter(conn: asyncpg.Connection, letter_id: UUID) -> dict | None:
+async def lock_dead_letter(conn: asyncpg.Connection, letter_id: UUID) -> dict[str, Any] | None:
     """The letter, locked until the transaction ends, so two replays cannot both pass a check."""
     row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM dead_letters WHERE id = $1 FOR UPDATE", letter_id)
     return None if row is None else dict(row)

@@ -20,6 +20,7 @@ __all__ = [
     "Cleared",
     "bank_known",
     "clear_derived",
+    "live_banks",
     "lock_bank_replay",
     "messages_to_replay",
     "reopen_messages",
@@ -45,6 +46,12 @@ async def bank_known(conn: asyncpg.Connection, bank_id: str) -> bool:
         """,
         bank_id,
     )
+
+
+async def live_banks(conn: asyncpg.Connection) -> list[str]:
+    """Every bank not deleted, for replaying them all (a change of embedding model)."""
+    rows = await conn.fetch("SELECT id FROM banks WHERE id NOT IN (SELECT id FROM deleted_banks) ORDER BY id")
+    return [r["id"] for r in rows]
 
 
 async def lock_bank_replay(conn: asyncpg.Connection, bank_id: str) -> None:

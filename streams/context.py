@@ -10,9 +10,10 @@ from typing import Any
 
 import asyncpg
 
-from tempr.inference.embeddings import Embedder, get_embedder
+from tempr.inference.embeddings import Embedder, embedder_from_settings
 from tempr.inference.llm import LLMClient
 from tempr.settings import Settings
+from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
 
 __all__ = ["WorkerContext"]
@@ -35,9 +36,9 @@ class WorkerContext:
     async def start(self) -> None:
         assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
         self.pool = await create_pool(self.settings.database_url, max_size=5)
-        self.embedder = await asyncio.to_thread(
-            get_embedder, self.settings.embedding_model, self.settings.embedding_batch_size
-        )
+        self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
+        # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
+        await check_embedding_dimension(self.pool, self.embedder.model_name, self.embedder.dimension)
         log.info("worker context ready (embedding model %s)", self.settings.embedding_model)
         self.ready.set()
 

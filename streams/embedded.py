@@ -14,6 +14,10 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pgserver.postgres_server import PostgresServer
 
 __all__ = ["EmbeddedBroker", "EmbeddedPostgres", "die_with_parent", "wait_for_port"]
 
@@ -61,7 +65,7 @@ def wait_port_free(host: str, port: int, timeout: float) -> None:
 class EmbeddedPostgres:
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata
-        self._server = None
+        self._server: PostgresServer | None = None
 
     def start(self) -> str:
         import pgserver
@@ -78,7 +82,7 @@ class EmbeddedPostgres:
         if self._server is None:
             return
         try:
-            pgserver.pg_ctl(
+            pgserver.pg_ctl(  # type: ignore[attr-defined]  # made at import by pgserver._commands
                 ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user, timeout=60
             )
         except subprocess.CalledProcessError:

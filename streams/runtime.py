@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,6 +46,14 @@ def child_env(settings: Settings) -> dict[str, str]:
         env[f"TEMPR_{name.upper()}"] = str(value)
     env["TEMPR_KAFKA_BOOTSTRAP"] = settings.bootstrap
     return env
+
+
+# Exits of one child before the API first answers that make start-up give up.
+_START_RESTARTS = 3
+# A traceback's last line ("tempr.store.embedding_column.EmbeddingDimensionMismatch: ..."),
+# not a log line ("INFO: ...").
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S")
+_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
 
 
 @dataclass
@@ -133,8 +142,10 @@ class Supervisor:
         url = f"http://{self.settings.host}:{self.settings.port}/health"
         deadline = time.monotonic() + timeout
         last: object = None
+        restarts_before = {child.name: child.restarts for child in self.children}
         while time.monotonic() < deadline:
             self.check_children()
+            self._fail_if_crash_looping(restarts_before)
             try:
                 r = httpx.get(url, timeout=2)
                 if r.status_code == 200:
@@ -144,6 +155,19 @@ class Supervisor:
                 last = exc
             time.sleep(0.3)
         raise TimeoutError(f"API not healthy at {url} after {timeout:.0f}s: {last}")
+
+    def _fail_if_crash_looping(self, before: dict[str, int]) -> None:
+        """A child that keeps dying before tempr is up will not get better by waiting (a model
+        that does not fit the database, a bad setting): say why, from the end of its log."""
+        for child in self.children:
+            if child.restarts - before.get(child.name, 0) >= _START_RESTARTS:
+                log_path = self.settings.data_dir / f"{child.name}.log"
+                lines = log_path.read_text(errors="replace").strip().splitlines()
+                raised = [line for line in lines if _RAISED.match(line) and not line.startswith(_LEVELS)]
+                why = raised[-1] if raised else "\n".join(lines[-12:])
+                raise RuntimeError(
+                    f"the {child.name} exited {child.restarts} times while starting ({log_path}):\n{why}"
+                )
 
     def check_children(self) -> None:
         """Restart a child that exited on its own (with a short backoff)."""

@@ -293,7 +293,7 @@ class AsyncTemprClient(_Calls):
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
         self.retry = _Retry(max_retries, backoff_s)
 
-    async def _send(self, call: _Call[M]) -> M:  # type: ignore[override]
+    async def _send(self, call: _Call[M]) -> M:
         attempt = 0
         while True:
             try:

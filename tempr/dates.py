@@ -689,7 +689,8 @@ def _widen(text: str, tr: TimeRange, ref: datetime) -> TimeRange:
     around = _AROUND_DATE.search(before)
     if around and not tr.relative:
         unit, rel = around.group("unit").lower(), around.group("rel").lower()
-        return replace(tr, **_around(tr.start.date(), unit, rel), relative=False)
+        window = _around(tr.start.date(), unit, rel)
+        return replace(tr, start=window["start"], end=window["end"], relative=False)
     return tr
 
 

@@ -41,11 +41,20 @@ class Settings(BaseSettings):
 
     topic_partitions: int = Field(default=8, ge=1, le=256)
 
-    # Models: a sentence-transformers name or local path.
+    # Models. Embeddings: a sentence-transformers name or local path, or, with
+    # embedding_base_url, the model name an OpenAI-compatible /v1/embeddings endpoint serves.
+    # The dimension is the model's; start-up checks it against the database column.
     embedding_model: str = PACKAGED_EMBEDDING_MODEL
-    embedding_dim: int = 384
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
     embedding_batch_size: int = 64
+    # Reranking: a CrossEncoder name or path, or, with reranker_base_url, the model a
+    # TEI/Cohere-style /rerank endpoint serves; none means scores spread from the fused rank.
     reranker_model: str | None = None
+    reranker_base_url: str | None = None
+    reranker_api_key: SecretStr | None = None
+    model_device: str = Field(default="cpu", description="local models: cpu, cuda, cuda:1, ...")
+    model_timeout_s: float = Field(default=60.0, gt=0, description="remote embedding and rerank calls")
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
     llm_base_url: str | None = None

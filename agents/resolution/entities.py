@@ -432,7 +432,11 @@ def _resolve_one(
     kind = normalize_kind(mention.kind)
     surface = display_name(mention.name)
 
-    for index, matched_by in ((registry.by_name, "exact"), (registry.by_alias, "alias")):
+    exact_then_alias: tuple[tuple[dict[str, list[UUID]], MatchedBy], ...] = (
+        (registry.by_name, "exact"),
+        (registry.by_alias, "alias"),
+    )
+    for index, matched_by in exact_then_alias:
         hit = _match_name(registry, index, norm, kind, when, context)
         if hit is not None:
             return _resolved(hit[0], kind, matched_by, hit[1], surface)

@@ -20,7 +20,7 @@ from tempr.agents.resolution.entities import (
     merge_resolution,
     resolve_mentions,
 )
-from tempr.agents.resolution.links import FactPoint, build_links
+from tempr.agents.resolution.links import CausalEdge, FactPoint, build_links
 from tempr.schemas.events import ExtractedFact, FactsEvent, GraphEvent, ResolvedEntity, UnitEntity
 
 __all__ = ["ResolvedFacts", "fact_time", "link_facts", "resolve_facts"]
@@ -105,7 +105,7 @@ def borderline_merges(
 
 
 def _point(fact: ExtractedFact, entity_ids: list[UUID], siblings: Sequence[ExtractedFact]) -> FactPoint:
-    causal = [
+    causal: list[CausalEdge] = [
         (siblings[c.target_index].fact_id, c.relation, c.weight)
         for c in fact.causal
         if c.target_index < len(siblings) and siblings[c.target_index].fact_id != fact.fact_id

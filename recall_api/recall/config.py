@@ -99,7 +99,7 @@ class RecallConfig(BaseModel):
 
 
 def _only(*arms: Arm) -> RecallConfig:
-    return RecallConfig(**{arm: arm in arms for arm in ARMS})
+    return RecallConfig.model_validate({arm: arm in arms for arm in ARMS})
 
 
 PRESETS: dict[str, RecallConfig] = {

@@ -62,7 +62,9 @@ class _Packer(Generic[T]):
         quotes: Callable[[T, T], bool] | None,
     ) -> None:
         self.text_of, self.count = text_of, count
-        self.sources_of, self.quotes = (sources_of, quotes) if sources_of and quotes else (None, None)
+        both = sources_of is not None and quotes is not None
+        self.sources_of = sources_of if both else None
+        self.quotes = quotes if both else None
         self.slots: list[tuple[T, int, frozenset[str]] | None] = []  # None: absorbed later
         self.by_source: dict[str, list[int]] = defaultdict(list)  # source -> slots citing it
         self.covered: set[str] = set()
@@ -89,7 +91,7 @@ class _Packer(Generic[T]):
         sources = self.sources.get(id(item), frozenset())
         absorbed = self._absorbed(item, sources) if len(sources) > 1 else []
         if absorbed:
-            freed = sum(self.slots[i][1] for i in absorbed)  # type: ignore[index]
+            freed = sum(slot[1] for i in absorbed if (slot := self.slots[i]) is not None)
             if cost - freed <= remaining:
                 self.slots[absorbed[0]] = (item, cost, sources)
                 for i in absorbed[1:]:

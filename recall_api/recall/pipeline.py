@@ -97,7 +97,8 @@ class Scored:
 
     @property
     def when(self) -> datetime | None:
-        return self.row["occurred_start"] or self.row["mentioned_at"]
+        when: datetime | None = self.row["occurred_start"] or self.row["mentioned_at"]
+        return when
 
 
 def _filters(req: RecallRequest) -> sql.RecallFilters:
@@ -112,7 +113,7 @@ def _filters(req: RecallRequest) -> sql.RecallFilters:
 
 
 def _span_middle(row: asyncpg.Record) -> datetime | None:
-    start = row["occurred_start"] or row["mentioned_at"]
+    start: datetime | None = row["occurred_start"] or row["mentioned_at"]
     end = row["occurred_end"]
     return start + (end - start) / 2 if start and end and end > start else start
 
@@ -209,7 +210,8 @@ async def run_recall(
     results: list[ArmResult] = list(await asyncio.gather(*(run_arm(pool, a, ctx) for a in arms)))
     lap("arms")
 
-    fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, cfg.arm_boosts)
+    boosts = {str(arm): boost for arm, boost in cfg.arm_boosts.items()}  # fusion keys arms by name
+    fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
 

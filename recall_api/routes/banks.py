@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Query, Response, status
 
@@ -23,7 +24,9 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/banks", tags=["banks"])
 
-_NOT_FOUND = {404: {"model": ErrorBody, "description": "The bank does not exist."}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "The bank does not exist."}
+}
 
 
 @router.get("", response_model=BankPage, summary="List banks, by id")

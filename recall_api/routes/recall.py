@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tempr.inference.rerank import get_reranker
+from tempr.inference.rerank import reranker_from_settings
 from tempr.recall_api.deps import BankIdPath, EmbedderDep, PoolDep, SettingsDep
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.api import ErrorBody
@@ -36,7 +36,7 @@ async def recall(
     return await run_recall(
         pool,
         embedder,
-        get_reranker(settings.reranker_model),
+        reranker_from_settings(settings),
         bank_id,
         body,
         max_consistency_wait_s=settings.max_consistency_wait_s,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tempr.inference.rerank import get_reranker
+from tempr.inference.rerank import reranker_from_settings
 from tempr.recall_api.bank_profile import load_bank
 from tempr.recall_api.deps import BankIdPath, EmbedderDep, LLMDep, PoolDep, PublisherDep, SettingsDep
 from tempr.recall_api.reflect import run_reflect
@@ -46,7 +46,7 @@ async def reflect(
     return await run_reflect(
         pool=pool,
         embedder=embedder,
-        reranker=get_reranker(settings.reranker_model),
+        reranker=reranker_from_settings(settings),
         llm=llm,
         publisher=publisher,
         bank=await load_bank(pool, bank_id),

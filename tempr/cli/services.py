@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from tempr.settings import Settings, get_settings
+if TYPE_CHECKING:
+    from tempr.settings import Settings
 
 __all__ = ["register"]
 
 console = Console(stderr=True)
+
+
+# What the server's commands import; the lean install (`tempr`, `tempr[cli]`) has none of them.
+SERVER_MODULES = ("pydantic_settings", "asyncpg", "faust", "fastapi", "torch")
+
+
+def require_server(command: str) -> None:
+    """Exit with what to install when this environment has only the client."""
+    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        console.print(  # markup off: "[server]" is text
+            f"`tempr {command}` runs tempr's server, whose dependencies are not installed "
+            f"here (missing: {', '.join(missing)}). Install them with: pip install 'tempr[server]'",
+            style="red",
+            markup=False,
+        )
+        raise typer.Exit(2)
 
 
 def _overrides(**values: Any) -> dict[str, Any]:
@@ -52,6 +71,8 @@ def up(
     `tempr up` reuses it. Any part can point at an external service instead (also through
     TEMPR_* environment variables). Ctrl-C stops everything.
     """
+    require_server("up")
+    from tempr.settings import Settings
     from tempr.streams.runtime import Supervisor
 
     if broker not in (None, "tansu", "kafka"):
@@ -75,7 +96,11 @@ def up(
             settings = supervisor.start_services()
             console.print("[dim]·[/dim] starting the worker and the API")
             supervisor.start_children()
-            health = supervisor.wait_until_healthy()
+            try:
+                health = supervisor.wait_until_healthy()
+            except RuntimeError as exc:  # a part that cannot start: its own words, not a traceback
+                console.print(f"tempr could not start: {exc}", style="red", markup=False)
+                raise typer.Exit(1) from exc
         _print_endpoints(settings, health, time.monotonic() - started, supervisor.broker)
         supervisor.run_forever()
     finally:
@@ -101,7 +126,9 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float, superviso
 
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
+    require_server("worker")
     from tempr.agents.worker import run_worker
+    from tempr.settings import get_settings
     from tempr.streams.admin import ensure_topics
 
     settings = get_settings()
@@ -115,24 +142,66 @@ def worker() -> None:
 
 def api() -> None:
     """Run the HTTP API (uvicorn) on TEMPR_HOST:TEMPR_PORT."""
+    require_server("api")
     import uvicorn
 
     from tempr.recall_api.main import create_app
+    from tempr.settings import get_settings
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 
-def migrate() -> None:
-    """Apply database migrations to TEMPR_DATABASE_URL (safe to run concurrently)."""
-    from tempr.store.migrate import apply_migrations
+def migrate(
+    embedding_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Switch to this embedding model (local name or path, or the name the "
+            "TEMPR_EMBEDDING_BASE_URL endpoint serves): re-size the vector column to its "
+            "dimension, then replay every bank through it."
+        ),
+    ] = None,
+) -> None:
+    """Apply database migrations (safe to run concurrently); optionally switch the embedding model.
+
+    Uses TEMPR_DATABASE_URL, or the embedded Postgres in TEMPR_DATA_DIR (stop `tempr up` first).
+    """
+    require_server("migrate")
+    from tempr.settings import get_settings
 
     settings = get_settings()
-    if not settings.database_url:
-        raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
-    applied = asyncio.run(apply_migrations(settings.database_url))
-    console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+    if embedding_model is None:
+        if not settings.database_url:
+            raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
+        from tempr.store.migrate import apply_migrations
+
+        applied = asyncio.run(apply_migrations(settings.database_url))
+        console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+        return
+    from tempr.streams.embedding_switch import switch_embedding_model
+
+    with console.status(f"switching to {embedding_model}…"):
+        report = switch_embedding_model(settings, embedding_model)
+    size = (
+        f"re-sized vector({report.previous_dimension}) -> vector({report.dimension})"
+        if report.resized
+        else f"vector({report.dimension}) already fits"
+    )
+    console.print(
+        f"{report.model}: {size}; {report.banks} banks replayed ({report.messages_reopened} messages "
+        f"reopened, {report.facts_removed} facts removed to be rebuilt), {report.reembedded} kept facts "
+        "re-embedded"
+    )
+    published = (
+        f"{report.published} messages published"
+        if report.published is not None
+        else "the messages are published when tempr starts"
+    )
+    console.print(
+        f"{published}. Run the API and every worker with TEMPR_EMBEDDING_MODEL={embedding_model} "
+        "(and the same TEMPR_EMBEDDING_BASE_URL)."
+    )
 
 
 def register(app: typer.Typer) -> None:
