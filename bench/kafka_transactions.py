@@ -1,6 +1,6 @@
 """What Kafka transactions cost a tempr stage, measured on Apache Kafka 2.3.0 here.
 
-    python -m bench.kafka_transactions [--records 20000] [--batches 10 100 500] [--json PATH]
+    python -m bench.kafka_transactions [--records 20000] [--batches 10 100 500] [--rounds 3] [--json PATH]
 
 A stage reads a batch, writes one output per input, and commits its input offsets. Three
 ways, each over the same records (~600-byte JSON events, 8 partitions) with its own group:
@@ -12,7 +12,7 @@ ways, each over the same records (~600-byte JSON events, 8 partitions) with its 
 - transactional: one transaction per batch holding the outputs and the input offsets
   (`send_offsets_to_transaction`), so a crash redelivers nothing that was committed.
 
-Printed: records/s per mode and batch size, and each mode's ratio to at-least-once in the
+Printed: the median records/s of `--rounds` runs per mode and batch size, and its ratio to at-least-once in the
 same run (the machine is shared, so compare ratios, not absolute figures across runs).
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import tempfile
 import time
 import uuid
@@ -114,33 +115,46 @@ async def _stage(bootstrap: str, source: str, records: int, batch: int, mode: st
         await producer.stop()
 
 
-async def _run(bootstrap: str, records: int, batches: list[int]) -> dict[str, dict[int, float]]:
+async def _run(bootstrap: str, records: int, batches: list[int], rounds: int) -> dict[str, dict[int, float]]:
+    """The median of `rounds` runs per mode and batch size; a warm-up run first."""
     source = "bench-in"
     await _topic(bootstrap, source)
     await _fill(bootstrap, source, records)
-    rates: dict[str, dict[int, float]] = {m: {} for m in MODES}
-    for batch in batches:
-        for mode in MODES:  # interleaved, so load on the machine hits every mode alike
-            rates[mode][batch] = await _stage(bootstrap, source, records, batch, mode)
-            console.print(f"batch {batch:>4} {mode:>14}: {rates[mode][batch]:,.0f} records/s")
-    return rates
+    await _stage(bootstrap, source, records, batches[-1], MODES[0])  # JIT, page cache, coordinator
+    samples: dict[str, dict[int, list[float]]] = {m: {b: [] for b in batches} for m in MODES}
+    for _ in range(rounds):
+        for batch in batches:
+            for mode in MODES:  # interleaved, so load on the machine hits every mode alike
+                rate = await _stage(bootstrap, source, records, batch, mode)
+                samples[mode][batch].append(rate)
+                console.print(f"batch {batch:>4} {mode:>14}: {rate:,.0f} records/s")
+    return {m: {b: statistics.median(v) for b, v in by.items()} for m, by in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--batches", type=int, nargs="+", default=[10, 100, 500])
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tempr-txn-") as tmp, ApacheKafka(Path(tmp)) as bootstrap:
-        rates = asyncio.run(_run(bootstrap, args.records, args.batches))
+        rates = asyncio.run(_run(bootstrap, args.records, args.batches, args.rounds))
     rows = [
         [f"{mode}, batch {b}", rates[mode][b], rates[mode][b] / rates["at-least-once"][b]]
         for b in args.batches
         for mode in MODES
     ]
     print_table("A stage on Apache Kafka 2.3.0: records/s", ["mode", "records/s", "× at-least-once"], rows)
-    write_json(args.json, {"records": args.records, "partitions": PARTITIONS, "records_per_s": rates})
+    write_json(
+        args.json,
+        {
+            "records": args.records,
+            "partitions": PARTITIONS,
+            "rounds": args.rounds,
+            "records_per_s_median": rates,
+        },
+    )
 
 
 if __name__ == "__main__":
