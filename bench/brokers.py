@@ -41,6 +41,15 @@ from bench.common import console, free_port, print_table, summarize, wait_until,
 from tempr.streams.apache_kafka import cache_dir
 
 BROKERS = ("tansu", "kafka")
+_KILL9_KEYS = (
+    "accepted",
+    "materialized_before_kill",
+    "lost",
+    "doubled_messages",
+    "doubled_facts",
+    "republished_from_journal",
+    "broker_log_records_after_restart",
+)
 
 
 class Up:
@@ -224,6 +233,7 @@ def measure(broker: str, root: Path, messages: int, retains: int) -> dict[str, A
         up.stop()
 
     out["startup_reused_s"] = up.start()
+    out["kill9"] = dict.fromkeys(_KILL9_KEYS, "not measured")
     try:
         # kill -9 of everything, mid-ingest
         _retain(up.url, "killed", _turns("killed", messages))
@@ -245,6 +255,9 @@ def measure(broker: str, root: Path, messages: int, retains: int) -> dict[str, A
             "republished_from_journal": republished,
             "broker_log_records_after_restart": log_end,
         }
+    except (RuntimeError, TimeoutError) as exc:  # reported, and the other broker still measured
+        console.print(f"[red]kill -9 phase on {broker} failed: {exc}[/red]")
+        out["kill9_error"] = str(exc)
     finally:
         up.stop()
     out["start_retries"] = up.attempts
@@ -275,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
             ["retain → recall with after, p95 (ms)", *(r["retain_visible_ms"]["p95"] for r in results)],
             *[
                 [f"kill -9 all: {k.replace('_', ' ')}", *(r["kill9"][k] for r in results)]
-                for k in results[0]["kill9"]
+                for k in _KILL9_KEYS
             ],
         ],
         digits=1,
