@@ -18,9 +18,9 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import faust
 import numpy as np
 
-from tempr.errors import InvalidEvent, UpstreamLLMError
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
 from tempr.inference.prompts import consolidate_observations as prompt
@@ -29,16 +29,16 @@ from tempr.schemas.events import (
     ExtractedFact,
     FactsEvent,
     GraphEvent,
-    decode_event,
     encode_event,
 )
 from tempr.schemas.ids import stable_id, text_key
 from tempr.store import banks, observations
 from tempr.store.banks import to_bank
-from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.context import WorkerContext
+from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["MIN_FACTS", "SAME_OBSERVATION_COSINE", "consolidate_entity", "register"]
+__all__ = ["MIN_FACTS", "SAME_OBSERVATION_COSINE", "SPEC", "consolidate_entity", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -131,69 +131,62 @@ def _same_as(updates: int | None, vector: np.ndarray, existing: list[np.ndarray 
     return best
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
+SPEC = StageSpec(
+    name="consolidate_observations",
+    source="graph",
+    accepts=(GraphEvent,),
+    emits=(FactsEvent,),
+    batch=64,
+    within=1.0,
+    foreign="skip",  # the materializer dead-letters what nobody can read
+)
+
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     if not ctx.settings.llm_configured:
         return
 
-    @app.agent(topics.graph, name="consolidate_observations")
-    async def consolidate_observations(stream: Any) -> None:
-        await ctx.wait_ready()
+    async def handle(records: list[Record[GraphEvent]]) -> None:
         llm = ctx.llm
         assert llm is not None  # registered only when an LLM is configured
-        async for events in stream.take_events(64, within=1.0):
-            # (bank, entity) → the new facts that mention it, and the records they came in.
-            touched: dict[tuple[str, UUID], dict[UUID, ExtractedFact]] = defaultdict(dict)
-            records: dict[tuple[str, UUID], list[Any]] = defaultdict(list)
-            for event in events:
-                try:
-                    graph = decode_event(event.value)
-                except InvalidEvent:
-                    continue  # the materializer dead-letters it
-                if not isinstance(graph, GraphEvent):
-                    continue
-                kinds = {f.fact_id: f for f in graph.facts if f.fact_type in _EVIDENCE_KINDS}
-                for ue in graph.unit_entities:
-                    if ue.unit_id in kinds:
-                        touched[(graph.bank_id, ue.entity_id)][ue.unit_id] = kinds[ue.unit_id]
-                        records[(graph.bank_id, ue.entity_id)].append(event)
-            if not touched:
+        # (bank, entity) → the new facts that mention it.
+        touched: dict[tuple[str, UUID], dict[UUID, ExtractedFact]] = defaultdict(dict)
+        for record in records:
+            graph = record.event
+            kinds = {f.fact_id: f for f in graph.facts if f.fact_type in _EVIDENCE_KINDS}
+            for ue in graph.unit_entities:
+                if ue.unit_id in kinds:
+                    touched[(graph.bank_id, ue.entity_id)][ue.unit_id] = kinds[ue.unit_id]
+        if not touched:
+            return
+        names = await observations.entity_names(ctx.db, sorted({e for _, e in touched}))
+        per_bank: dict[str, list[tuple[UUID, dict[UUID, ExtractedFact]]]] = defaultdict(list)
+        for (bank_id, entity_id), new in touched.items():
+            if entity_id in names:
+                per_bank[bank_id].append((entity_id, new))
+        for bank_id, entities in per_bank.items():
+            row = await banks.get_bank(ctx.db, bank_id)
+            if row is None or to_bank(row).config.observations is False:
                 continue
-            names = await observations.entity_names(ctx.db, sorted({e for _, e in touched}))
-            per_bank: dict[str, list[tuple[UUID, dict[UUID, ExtractedFact]]]] = defaultdict(list)
-            for (bank_id, entity_id), new in touched.items():
-                if entity_id in names:
-                    per_bank[bank_id].append((entity_id, new))
-            for bank_id, entities in per_bank.items():
-                row = await banks.get_bank(ctx.db, bank_id)
-                if row is None or to_bank(row).config.observations is False:
-                    continue
-                entities.sort(key=lambda item: -len(item[1]))
-                jobs = [
-                    consolidate_entity(
-                        ctx.db,
-                        llm,
-                        ctx.embeddings,
-                        bank_id=bank_id,
-                        entity_id=entity_id,
-                        entity=names[entity_id],
-                        new_facts=list(new.values()),
-                    )
-                    for entity_id, new in entities[:_ENTITIES_PER_BATCH]
-                ]
-                results = await asyncio.gather(*jobs, return_exceptions=True)
-                for (entity_id, _), result in zip(entities, results, strict=False):
-                    if isinstance(result, UpstreamLLMError):
-                        log.warning("observations for %s in bank %s failed: %s", entity_id, bank_id, result)
-                        for event in records[(bank_id, entity_id)][:1]:
-                            await send_dead_letter(
-                                topics.dlq,
-                                stage="consolidate_observations",
-                                message=event.message,
-                                error=str(result),
-                            )
-                    elif isinstance(result, BaseException):
-                        log.error(
-                            "observations for %s in bank %s failed", entity_id, bank_id, exc_info=result
-                        )
-                    elif result is not None:
-                        await (await topics.facts.send(key=bank_key(bank_id), value=encode_event(result)))
+            entities.sort(key=lambda item: -len(item[1]))
+            jobs = [
+                consolidate_entity(
+                    ctx.db,
+                    llm,
+                    ctx.embeddings,
+                    bank_id=bank_id,
+                    entity_id=entity_id,
+                    entity=names[entity_id],
+                    new_facts=list(new.values()),
+                )
+                for entity_id, new in entities[:_ENTITIES_PER_BATCH]
+            ]
+            # A failure (the LLM's included) fails the batch: the harness retries its records
+            # one by one and dead-letters the one whose entity cannot be consolidated.
+            for result in await asyncio.gather(*jobs):
+                if result is not None:
+                    await (await topics.facts.send(key=bank_key(bank_id), value=encode_event(result)))
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
+    async def consolidate_observations(stream: Any) -> None:
+        await run_stage(stream, SPEC, ctx, topics, handle)

@@ -11,12 +11,14 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from tempr.errors import InvalidEvent, UpstreamLLMError
-from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, decode_event, encode_event
-from tempr.streams.dead_letters import send_dead_letter
+import faust
+
+from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, encode_event
+from tempr.streams.context import WorkerContext
+from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["Extractor", "chunk_text", "embedding_text", "facts_event", "register"]
+__all__ = ["SPEC", "Extractor", "chunk_text", "embedding_text", "facts_event", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +53,17 @@ async def embed_facts(embedder: Any, facts: Sequence[ExtractedFact]) -> None:
         fact.embedding = vector.tolist()
 
 
-def choose_extractor(ctx: Any) -> Extractor:
+def choose_extractor(ctx: WorkerContext) -> Extractor:
     from tempr.agents.extraction.local import extract_local
 
     if ctx.settings.llm_configured:
         from tempr.agents.extraction.llm import extract_with_llm
 
+        llm = ctx.llm
+        assert llm is not None  # llm_configured
+
         async def with_llm(chunk: ChunkEvent) -> list[ExtractedFact]:
-            return await extract_with_llm(chunk, ctx.llm)
+            return await extract_with_llm(chunk, llm)
 
         return with_llm
 
@@ -72,37 +77,28 @@ def choose_extractor(ctx: Any) -> Extractor:
     return local
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
-    state: dict[str, Extractor] = {}
+SPEC = StageSpec(name="extract_facts", source="chunks", accepts=(ChunkEvent,), emits=(FactsEvent,), batch=32)
 
-    @app.agent(topics.chunks, name="extract_facts")
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
+    state: dict[str, Any] = {}
+
+    async def handle(records: list[Record[ChunkEvent]]) -> None:
+        extractor = state.get("extractor") or state.setdefault("extractor", choose_extractor(ctx))
+        in_flight = state.get("in_flight") or state.setdefault(
+            "in_flight", asyncio.Semaphore(ctx.settings.llm_concurrency)
+        )
+
+        async def one(chunk: ChunkEvent) -> FactsEvent:
+            async with in_flight:
+                return facts_event(chunk, await extractor(chunk))
+
+        # Many chunks in flight at once (LLM latency); results keep the input order.
+        outputs = await asyncio.gather(*(one(r.event) for r in records))
+        await embed_facts(ctx.embeddings, [f for out in outputs for f in out.facts])
+        for out in outputs:
+            await (await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
     async def extract_facts(stream: Any) -> None:
-        await ctx.wait_ready()
-        extractor = state.setdefault("extractor", choose_extractor(ctx))
-        in_flight = asyncio.Semaphore(ctx.settings.llm_concurrency)
-
-        async def one(event: Any) -> FactsEvent | None:
-            try:
-                chunk = decode_event(event.value)
-                if not isinstance(chunk, ChunkEvent):
-                    raise InvalidEvent(f"unexpected {chunk.event_type} event on the chunks topic")
-                async with in_flight:
-                    return facts_event(chunk, await extractor(chunk))
-            except (InvalidEvent, UpstreamLLMError) as exc:
-                await send_dead_letter(
-                    topics.dlq, stage="extract_facts", message=event.message, error=str(exc)
-                )
-            except Exception as exc:
-                log.exception("extraction failed")
-                await send_dead_letter(
-                    topics.dlq, stage="extract_facts", message=event.message, error=repr(exc)
-                )
-            return None
-
-        async for events in stream.take_events(32, within=0.2):
-            # Many chunks in flight at once (LLM latency); results keep the input order.
-            outputs = [out for out in await asyncio.gather(*(one(e) for e in events)) if out is not None]
-            await embed_facts(ctx.embeddings, [f for out in outputs for f in out.facts])
-            for out in outputs:
-                fut = await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out))
-                await fut
+        await run_stage(stream, SPEC, ctx, topics, handle)

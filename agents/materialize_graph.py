@@ -7,18 +7,19 @@ deterministic id, so a redelivered record changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 import asyncpg
+import faust
 
-from tempr.errors import InvalidEvent
-from tempr.schemas.events import GraphEvent, OpinionUpdate, decode_event
-from tempr.store import banks, entities, links, memories, messages, opinions, watermarks
-from tempr.streams.dead_letters import send_dead_letter
+from tempr.agents.resolution.near_duplicates import same_statement
+from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate
+from tempr.store import bank_locks, banks, entities, links, memories, messages, opinions, watermarks
+from tempr.streams.context import WorkerContext
+from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "apply_event", "apply_graph_event", "register"]
+__all__ = ["NEAR_DUPLICATE_COSINE", "SPEC", "apply_event", "apply_graph_event", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +45,7 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
     stored = 0
     for fact in event.facts:
         exists = await conn.fetchval("SELECT 1 FROM memory_units WHERE id = $1", fact.fact_id)
-        duplicate = (
-            None
-            if exists
-            else await memories.find_near_duplicate(
-                conn, event.bank_id, fact, min_cosine=NEAR_DUPLICATE_COSINE
-            )
-        )
+        duplicate = None if exists else await _same_statement_stored(conn, event.bank_id, fact)
         if duplicate is not None:
             await memories.merge_provenance(conn, duplicate, fact.source_message_ids, fact.evidence_ids)
             replaced[fact.fact_id] = duplicate
@@ -81,6 +76,14 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
     return stored
 
 
+async def _same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
+    """A stored fact that says what `fact` says: the embedding proposes, the texts decide."""
+    candidates = await memories.near_duplicate_candidates(
+        conn, bank_id, fact, min_cosine=NEAR_DUPLICATE_COSINE
+    )
+    return next((c["id"] for c in candidates if same_statement(c["text"], fact.text)), None)
+
+
 async def _stale_for_deleted_bank(conn: asyncpg.Connection, event: GraphEvent) -> bool:
     """For a bank that was deleted, an event whose messages are no longer in the journal (they
     went with the bank) is stale; messages accepted after a re-creation pass."""
@@ -107,62 +110,27 @@ async def apply_event(conn: asyncpg.Connection, event: GraphEvent | OpinionUpdat
     return True
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
-    @app.agent(topics.graph, name="materialize_graph")
-    async def materialize_graph(stream: Any) -> None:
-        await ctx.wait_ready()
-        async for events in stream.take_events(100, within=0.3):
-            decoded: list[tuple[Any, GraphEvent | OpinionUpdate]] = []
-            for event in events:
-                try:
-                    graph = decode_event(event.value)
-                    if not isinstance(graph, GraphEvent | OpinionUpdate):
-                        raise InvalidEvent(f"unexpected {graph.event_type} event on the graph topic")
-                    decoded.append((event, graph))
-                except InvalidEvent as exc:
-                    await send_dead_letter(
-                        topics.dlq, stage="materialize_graph", message=event.message, error=str(exc)
-                    )
-            try:
-                await _write_with_retry(ctx.db, decoded)
-            except Exception:
-                # One poisonous record must not sink its batch-mates: retry them one by one.
-                log.exception("batch write failed; retrying records one at a time")
-                for event, graph in decoded:
-                    try:
-                        await _write_batch(ctx.db, [(event, graph)])
-                    except Exception as exc:
-                        await send_dead_letter(
-                            topics.dlq, stage="materialize_graph", message=event.message, error=repr(exc)
-                        )
-
-
-_TRANSIENT = (
-    OSError,
-    ConnectionError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError,
+SPEC = StageSpec(
+    name="materialize_graph", source="graph", accepts=(GraphEvent, OpinionUpdate), batch=100, within=0.3
 )
 
 
-async def _write_with_retry(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | OpinionUpdate]]) -> None:
-    """Wait out a database outage instead of acking records that were never written."""
-    delay = 0.5
-    while True:
-        try:
-            await _write_batch(pool, batch)
-            return
-        except _TRANSIENT as exc:
-            log.warning("database unavailable (%r); retrying in %.1fs", exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
+    async def handle(records: list[Record[GraphEvent | OpinionUpdate]]) -> None:
+        # One transaction for the batch; the harness waits out a database outage and retries
+        # record by record when one poisonous record sinks it.
+        await _write_batch(ctx.db, [(r.source, r.event) for r in records])
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
+    async def materialize_graph(stream: Any) -> None:
+        await run_stage(stream, SPEC, ctx, topics, handle)
 
 
 async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | OpinionUpdate]]) -> None:
     if not batch:
         return
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.share_banks_for_writes(conn, (graph.bank_id for _, graph in batch))
         for event, graph in batch:
             if await apply_event(conn, graph):
                 await watermarks.advance_watermark(

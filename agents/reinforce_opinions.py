@@ -15,20 +15,21 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import faust
 
-from tempr.errors import InvalidEvent, UpstreamLLMError
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
 from tempr.inference.prompts import evaluate_opinion
 from tempr.schemas.banks import Bank
-from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, decode_event, encode_event
+from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate, encode_event
 from tempr.schemas.ids import stable_id
 from tempr.store import banks, opinions
 from tempr.store.banks import to_bank
-from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.context import WorkerContext
+from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["CONFIDENCE_STEP", "EVIDENCE_KINDS", "evaluate_bank", "register"]
+__all__ = ["CONFIDENCE_STEP", "EVIDENCE_KINDS", "SPEC", "evaluate_bank", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -112,41 +113,38 @@ async def evaluate_bank(
     return [u for u in results if u is not None]
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
+SPEC = StageSpec(
+    name="reinforce_opinions",
+    source="graph",
+    accepts=(GraphEvent,),
+    emits=(OpinionUpdate,),
+    batch=64,
+    within=0.5,
+    foreign="skip",  # the materializer dead-letters what nobody can read
+)
+
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     if not ctx.settings.llm_configured:
         return
 
-    @app.agent(topics.graph, name="reinforce_opinions")
-    async def reinforce_opinions(stream: Any) -> None:
-        await ctx.wait_ready()
+    async def handle(records: list[Record[GraphEvent]]) -> None:
         llm = ctx.llm
         assert llm is not None  # registered only when an LLM is configured
-        async for events in stream.take_events(64, within=0.5):
-            by_bank: dict[str, list[tuple[Any, GraphEvent]]] = defaultdict(list)
-            for event in events:
-                try:
-                    decoded = decode_event(event.value)
-                except InvalidEvent:
-                    continue  # the materializer dead-letters it
-                if isinstance(decoded, GraphEvent) and any(
-                    f.fact_type in EVIDENCE_KINDS for f in decoded.facts
-                ):
-                    by_bank[decoded.bank_id].append((event, decoded))
-            for bank_id, items in by_bank.items():
-                row = await banks.get_bank(ctx.db, bank_id)
-                if row is None:
-                    continue
-                bank = to_bank(row)
-                if bank.config.reinforce_opinions is False:
-                    continue
-                try:
-                    updates = await evaluate_bank(ctx.db, llm, ctx.embeddings, bank, [g for _, g in items])
-                except UpstreamLLMError as exc:
-                    log.warning("opinion reinforcement failed for bank %s: %s", bank_id, exc)
-                    for event, _ in items:
-                        await send_dead_letter(
-                            topics.dlq, stage="reinforce_opinions", message=event.message, error=str(exc)
-                        )
-                    continue
-                for update in updates:
-                    await (await topics.graph.send(key=bank_key(bank_id), value=encode_event(update)))
+        by_bank: dict[str, list[GraphEvent]] = defaultdict(list)
+        for record in records:
+            if any(f.fact_type in EVIDENCE_KINDS for f in record.event.facts):
+                by_bank[record.event.bank_id].append(record.event)
+        for bank_id, events in by_bank.items():
+            row = await banks.get_bank(ctx.db, bank_id)
+            if row is None:
+                continue
+            bank = to_bank(row)
+            if bank.config.reinforce_opinions is False:
+                continue
+            for update in await evaluate_bank(ctx.db, llm, ctx.embeddings, bank, events):
+                await (await topics.graph.send(key=bank_key(bank_id), value=encode_event(update)))
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
+    async def reinforce_opinions(stream: Any) -> None:
+        await run_stage(stream, SPEC, ctx, topics, handle)

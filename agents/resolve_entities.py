@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import faust
 
 from tempr.agents.resolution.entities import KnownEntity, Resolution
 from tempr.agents.resolution.graph_update import (
@@ -25,15 +26,15 @@ from tempr.agents.resolution.graph_update import (
 )
 from tempr.agents.resolution.links import FactPoint
 from tempr.agents.resolution.llm_judge import judge_borderline, pair_key
-from tempr.errors import InvalidEvent
 from tempr.inference.llm import LLMClient
-from tempr.schemas.events import FactsEvent, GraphEvent, decode_event, encode_event
+from tempr.schemas.events import FactsEvent, GraphEvent, encode_event
 from tempr.store import entities as entity_store
 from tempr.store import graph_context
-from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.context import WorkerContext
+from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["register", "resolve_bank_batch"]
+__all__ = ["SPEC", "register", "resolve_bank_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -106,34 +107,22 @@ async def resolve_bank_batch(
     return out
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
+SPEC = StageSpec(
+    name="resolve_entities", source="facts", accepts=(FactsEvent,), emits=(GraphEvent,), batch=64
+)
+
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     recent: dict[str, deque[FactPoint]] = defaultdict(lambda: deque(maxlen=_RECENT_PER_BANK))
 
-    @app.agent(topics.facts, name="resolve_entities")
+    async def handle(records: list[Record[FactsEvent]]) -> None:
+        by_bank: dict[str, list[FactsEvent]] = defaultdict(list)
+        for record in records:
+            by_bank[record.event.bank_id].append(record.event)
+        for bank, events in by_bank.items():
+            for update in await resolve_bank_batch(ctx.db, events, recent[bank], ctx.llm):
+                await (await topics.graph.send(key=bank_key(bank), value=encode_event(update)))
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
     async def resolve_entities(stream: Any) -> None:
-        await ctx.wait_ready()
-        async for events in stream.take_events(64, within=0.2):
-            by_bank: dict[str, list[tuple[Any, FactsEvent]]] = defaultdict(list)
-            for event in events:
-                try:
-                    decoded = decode_event(event.value)
-                    if not isinstance(decoded, FactsEvent):
-                        raise InvalidEvent(f"unexpected {decoded.event_type} event on the facts topic")
-                    by_bank[decoded.bank_id].append((event, decoded))
-                except InvalidEvent as exc:
-                    await send_dead_letter(
-                        topics.dlq, stage="resolve_entities", message=event.message, error=str(exc)
-                    )
-            for bank, items in by_bank.items():
-                try:
-                    updates = await resolve_bank_batch(ctx.db, [d for _, d in items], recent[bank], ctx.llm)
-                except Exception as exc:
-                    log.exception("resolution failed for bank %s", bank)
-                    for event, _ in items:
-                        await send_dead_letter(
-                            topics.dlq, stage="resolve_entities", message=event.message, error=repr(exc)
-                        )
-                    continue
-                for update in updates:
-                    fut = await topics.graph.send(key=bank_key(bank), value=encode_event(update))
-                    await fut
+        await run_stage(stream, SPEC, ctx, topics, handle)

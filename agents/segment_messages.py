@@ -2,7 +2,9 @@
 
 Turns are buffered per (bank, conversation) and flushed on a turn count, a size limit, an
 idle gap or an explicit end-of-conversation event. Items outside a conversation are chunks
-on their own. A buffered record is acked only once its chunk is sent, so the committed
+on their own. A chunk is also bounded by the facts it can yield (about one per sentence, each
+with its embedding), so that no chunk, facts or graph event outgrows the broker's message
+size; a turn or item too long for one chunk is cut into parts on sentence boundaries. A buffered record is acked only once its chunk is sent, so the committed
 offset never passes a turn that exists only in this process's memory.
 """
 
@@ -13,22 +15,35 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import faust
+from aiokafka.errors import MessageSizeTooLargeError
+
 from tempr.agents.extraction.sentences import sentence_spans
-from tempr.errors import InvalidEvent
+from tempr.errors import PoisonRecord
 from tempr.schemas.events import (
     BankDeleted,
     ChunkEvent,
     EndOfConversation,
     MessageEvent,
-    decode_event,
     encode_event,
 )
 from tempr.schemas.ids import stable_id
 from tempr.store import banks, messages
-from tempr.streams.dead_letters import send_dead_letter
+from tempr.streams.context import WorkerContext
+from tempr.streams.control import control_key, verify_tombstone
+from tempr.streams.dead_letters import dead_letter_for, deliver_dead_letter
+from tempr.streams.stage import Record, StageSpec, Topics, journal_ids, run_stage
 from tempr.streams.topics import conversation_key
 
-__all__ = ["PendingChunk", "Segmenter", "register"]
+__all__ = [
+    "SPEC",
+    "PendingChunk",
+    "Segmenter",
+    "chunk_fact_budget",
+    "fact_cost",
+    "register",
+    "split_long_item",
+]
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +59,36 @@ class _Buffer:
     messages: list[MessageEvent] = field(default_factory=list)
     tokens: list[Any] = field(default_factory=list)
     chars: int = 0
+    facts: int = 0
     last_seen: float = 0.0
+
+
+# Bytes of one extracted fact in a facts or graph event beyond its embedding: text, ids,
+# entities, links, metadata; generous, measured at about a third of this for chat turns.
+_FACT_OVERHEAD_BYTES = 3000
+# Bytes of one embedding component as JSON ("-0.012345678918063641,").
+_EMBEDDING_COMPONENT_BYTES = 24
+
+
+def chunk_fact_budget(max_message_bytes: int, embedding_dim: int) -> int:
+    """How many facts one chunk may yield so that its facts and graph events stay within
+    60% of the broker's message size (the rest for the chunk's text and its entities)."""
+    per_fact = embedding_dim * _EMBEDDING_COMPONENT_BYTES + _FACT_OVERHEAD_BYTES
+    return max(8, int(max_message_bytes * 0.6) // per_fact)
+
+
+def fact_cost(text: str) -> int:
+    """Facts a text may yield: one per sentence, plus the exchange it closes."""
+    return len(sentence_spans(text)) + 1
 
 
 class Segmenter:
     """Pure buffering logic; `tokens` ride along so the caller can ack what was flushed."""
 
-    def __init__(self, *, max_turns: int, max_chars: int, idle_s: float) -> None:
+    def __init__(self, *, max_turns: int, max_chars: int, idle_s: float, max_facts: int = 50) -> None:
         self.max_turns = max_turns
         self.max_chars = max_chars
+        self.max_facts = max_facts
         self.idle_s = idle_s
         self._buffers: dict[tuple[str, str], _Buffer] = {}
 
@@ -60,22 +96,37 @@ class Segmenter:
         self, message: MessageEvent, token: Any = None, *, now: float | None = None
     ) -> list[PendingChunk]:
         now = time.monotonic() if now is None else now
+        cost = fact_cost(message.content)
+        if len(message.content) <= self.max_chars and cost <= self.max_facts:
+            pieces, costs = [message], [cost]
+        else:
+            pieces = split_long_item(message, self.max_chars, self.max_facts)
+            costs = [fact_cost(p.content) for p in pieces]
         if message.conversation_id is None:
-            pieces = split_long_item(message, self.max_chars)
             # The record is acked once, after its last piece is sent.
             return [
                 PendingChunk(make_chunk([piece]), [token] if i == len(pieces) - 1 else [])
                 for i, piece in enumerate(pieces)
             ]
+        out: list[PendingChunk] = []
+        for i, (piece, piece_cost) in enumerate(zip(pieces, costs, strict=True)):
+            out.extend(self._buffer(piece, piece_cost, token if i == len(pieces) - 1 else None, now))
+        return out
+
+    def _buffer(self, message: MessageEvent, cost: int, token: Any, now: float) -> list[PendingChunk]:
+        assert message.conversation_id is not None
         key = (message.bank_id, message.conversation_id)
         buf = self._buffers.setdefault(key, _Buffer())
         out: list[PendingChunk] = []
-        if buf.messages and buf.chars + len(message.content) > self.max_chars:
+        if buf.messages and (
+            buf.chars + len(message.content) > self.max_chars or buf.facts + cost > self.max_facts
+        ):
             out.append(self._take(key))
             buf = self._buffers.setdefault(key, _Buffer())
         buf.messages.append(message)
         buf.tokens.append(token)
         buf.chars += len(message.content)
+        buf.facts += cost
         buf.last_seen = now
         if len(buf.messages) >= self.max_turns:
             out.append(self._take(key))
@@ -111,22 +162,26 @@ class Segmenter:
         return PendingChunk(make_chunk(buf.messages), buf.tokens)
 
 
-def split_long_item(message: MessageEvent, max_chars: int) -> list[MessageEvent]:
-    """A document longer than a chunk becomes parts cut on sentence boundaries.
+def split_long_item(message: MessageEvent, max_chars: int, max_facts: int = 50) -> list[MessageEvent]:
+    """A turn or document longer than a chunk becomes parts cut on sentence boundaries.
 
-    Each part keeps the message's id (provenance stays the document item) and carries
+    Each part keeps the message's id (provenance stays the item) and carries
     `metadata.part`/`parts`, which extractors fold into their fact ids so parts never collide.
-    A single sentence longer than `max_chars` is a part of its own.
+    A part holds at most `max_chars` characters and `max_facts - 1` sentences; a single
+    sentence longer than `max_chars` is cut at the last space before the limit (or at it).
     """
     text = message.content
-    if len(text) <= max_chars:
+    if len(text) <= max_chars and fact_cost(text) <= max_facts:
         return [message]
     groups: list[tuple[int, int]] = []
-    for start, end in sentence_spans(text):
-        if groups and end - groups[-1][0] <= max_chars:
+    sentences = 0
+    for start, end in _bounded_spans(sentence_spans(text), text, max_chars):
+        if groups and end - groups[-1][0] <= max_chars and sentences + 1 < max_facts:
             groups[-1] = (groups[-1][0], end)
+            sentences += 1
         else:
             groups.append((start, end))
+            sentences = 1
     pieces = [text[a:b].strip() for a, b in groups]
     pieces = [p for p in pieces if p]
     if len(pieces) <= 1:
@@ -137,6 +192,18 @@ def split_long_item(message: MessageEvent, max_chars: int) -> list[MessageEvent]
         )
         for i, piece in enumerate(pieces)
     ]
+
+
+def _bounded_spans(spans: list[tuple[int, int]], text: str, max_chars: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        while end - start > max_chars:
+            cut = text.rfind(" ", start + 1, start + max_chars)
+            cut = cut if cut > start else start + max_chars
+            out.append((start, cut))
+            start = cut
+        out.append((start, end))
+    return out
 
 
 def _empty_marker() -> ChunkEvent:
@@ -165,7 +232,20 @@ async def _apply_tombstone(pool: Any, event: BankDeleted) -> None:
             await banks.delete_bank(conn, event.bank_id, deleted_at=event.deleted_at)
 
 
-def register(app: Any, topics: Any, ctx: Any) -> None:
+SPEC = StageSpec(
+    name="segment_messages",
+    source="messages",
+    accepts=(MessageEvent, EndOfConversation, BankDeleted),
+    emits=(ChunkEvent,),
+    manual_ack=True,
+)
+
+
+def _too_large(exc: BaseException) -> bool:
+    return isinstance(exc, MessageSizeTooLargeError) or isinstance(exc.__cause__, MessageSizeTooLargeError)
+
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     settings = ctx.settings
     segmenter = Segmenter(
         max_turns=settings.chunk_max_turns,
@@ -173,58 +253,74 @@ def register(app: Any, topics: Any, ctx: Any) -> None:
         idle_s=settings.chunk_idle_s,
     )
 
-    async def emit(pending: list[PendingChunk], stream: Any) -> None:
+    def fact_budget() -> int:
+        # The embedding dimension is known once the worker context loaded the model.
+        dimension = ctx.embedder.dimension if ctx.embedder is not None else 384
+        return chunk_fact_budget(settings.max_message_bytes, dimension)
+
+    key = control_key(settings)
+
+    async def emit(pending: list[PendingChunk]) -> None:
         for item in pending:
             if item.chunk.messages:
-                fut = await topics.chunks.send(
-                    key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
-                    value=encode_event(item.chunk),
-                )
-                await fut
-            for event in item.tokens:
-                if event is not None:
-                    await stream.ack(event)
+                try:
+                    fut = await topics.chunks.send(
+                        key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
+                        value=encode_event(item.chunk),
+                    )
+                    await fut
+                except Exception as exc:
+                    if not _too_large(exc):
+                        raise
+                    # Also reached from the idle timer, outside the harness: every turn of
+                    # the chunk is dead-lettered here, and the partition moves on.
+                    for record in item.tokens:
+                        if record is not None:
+                            await deliver_dead_letter(
+                                topics.dlq,
+                                ctx.db,
+                                dead_letter_for(
+                                    stage=SPEC.name,
+                                    message=record.message,
+                                    error=f"its chunk is too large for the broker: {exc!r}",
+                                    message_event_ids=journal_ids(record.event),
+                                ),
+                            )
+            for record in item.tokens:
+                if record is not None:
+                    await record.ack()
 
-    state: dict[str, Any] = {}
-
-    @app.agent(topics.messages, name="segment_messages")
-    async def segment_messages(stream: Any) -> None:
-        state["stream"] = stream
-        await ctx.wait_ready()
-        async for event in stream.noack().events():
-            try:
-                decoded = decode_event(event.value)
-                if isinstance(decoded, MessageEvent):
-                    # Journaled here too, so messages produced straight to the topic get the
-                    # same redelivery as retains; a deleted bank's old messages stop here.
-                    if await messages.journal_from_log(ctx.db, decoded):
-                        await emit(segmenter.add(decoded, event), stream)
-                    else:
-                        await stream.ack(event)
-                elif isinstance(decoded, EndOfConversation):
-                    await emit(segmenter.end(decoded.bank_id, decoded.conversation_id, event), stream)
-                elif isinstance(decoded, BankDeleted):
-                    await _apply_tombstone(ctx.db, decoded)
-                    for token in [*segmenter.drop_bank(decoded.bank_id), event]:
-                        if token is not None:
-                            await stream.ack(token)
+    async def handle(records: list[Record[MessageEvent | EndOfConversation | BankDeleted]]) -> None:
+        segmenter.max_facts = fact_budget()
+        for record in records:
+            event = record.event
+            if isinstance(event, MessageEvent):
+                # Journaled here too, so messages produced straight to the topic get the same
+                # redelivery as retains; a deleted bank's old messages stop here.
+                receipt = await messages.journal_from_log(ctx.db, event)
+                if receipt.stale or receipt.parked:
+                    await record.ack()
+                elif receipt.attempts > settings.max_attempts:
+                    raise PoisonRecord(
+                        f"delivered {receipt.attempts} times without being materialized "
+                        f"(TEMPR_MAX_ATTEMPTS={settings.max_attempts}); parked"
+                    )
                 else:
-                    raise InvalidEvent(f"unexpected {decoded.event_type} event on the messages topic")
-            except InvalidEvent as exc:
-                await send_dead_letter(
-                    topics.dlq, stage="segment_messages", message=event.message, error=str(exc)
-                )
-                await stream.ack(event)
-            except Exception as exc:  # one bad record must not stop the pipeline
-                log.exception("segmenter failed")
-                await send_dead_letter(
-                    topics.dlq, stage="segment_messages", message=event.message, error=repr(exc)
-                )
-                await stream.ack(event)
+                    await emit(segmenter.add(event, record))
+            elif isinstance(event, EndOfConversation):
+                await emit(segmenter.end(event.bank_id, event.conversation_id, record))
+            else:
+                verify_tombstone(event, key)
+                await _apply_tombstone(ctx.db, event)
+                for token in [*segmenter.drop_bank(event.bank_id), record]:
+                    if token is not None:
+                        await token.ack()
+
+    @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
+    async def segment_messages(stream: Any) -> None:
+        await run_stage(stream, SPEC, ctx, topics, handle)
 
     @app.timer(interval=max(0.2, settings.chunk_idle_s / 2))
     async def flush_idle_conversations() -> None:
-        stream = state.get("stream")
-        if stream is None or not segmenter.buffered:
-            return
-        await emit(segmenter.flush_idle(), stream)
+        if segmenter.buffered:
+            await emit(segmenter.flush_idle())

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 import numpy as np
 
-from tempr.errors import TemprError
+from tempr.errors import UpstreamModelError
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-class EmbeddingServiceError(TemprError):
+class EmbeddingServiceError(UpstreamModelError):
     """The embedding endpoint failed or answered something that is not embeddings."""
 
 

@@ -1,10 +1,10 @@
 """Rerankers: a small protocol, a local sentence-transformers CrossEncoder and a remote
 `/rerank` endpoint (TEI's or Cohere's shape), chosen by settings.
 
-The model (``settings.reranker_model``, a sentence-transformers CrossEncoder name or path) is
-loaded on first use, not at import or startup, and scored in a worker thread so the event
-loop keeps serving. Each candidate is shown to the model with its readable date in front, so
-questions like "what happened in June?" can be judged on the pair.
+A local model (``settings.reranker_model``, a CrossEncoder name or path) is loaded on first
+use, not at import or startup, and scored in a worker thread so the event loop keeps serving.
+Scores come back raw; recall (`tempr.recall_api.recall.rerank`) shows each candidate with its
+readable date in front and normalizes the scores per query.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from tempr.errors import TemprError
+from tempr.errors import UpstreamModelError
 
 if TYPE_CHECKING:
     from tempr.settings import Settings
@@ -87,7 +87,7 @@ class CrossEncoderReranker:
         return await asyncio.to_thread(self.score, query, documents)
 
 
-class RerankServiceError(TemprError):
+class RerankServiceError(UpstreamModelError):
     """The rerank endpoint failed or answered something that is not scores."""
 
 

@@ -5,16 +5,28 @@ from __future__ import annotations
 from typing import Annotated
 
 import asyncpg
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 
 from tempr.errors import NotConfigured
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
 from tempr.schemas.ids import BANK_ID_PATTERN
-from tempr.settings import Settings
+from tempr.schemas.limits import SafeText
+from tempr.settings import Settings, limits
 from tempr.streams.publisher import Publisher
 
-__all__ = ["BankIdPath", "EmbedderDep", "LLMDep", "OptionalLLMDep", "PoolDep", "PublisherDep", "SettingsDep"]
+__all__ = [
+    "BankIdPath",
+    "DocumentIdPath",
+    "EmbedderDep",
+    "LLMDep",
+    "OffsetQuery",
+    "OptionalLLMDep",
+    "PoolDep",
+    "PublisherDep",
+    "SettingsDep",
+]
 
 
 def _pool(request: Request) -> asyncpg.Pool:
@@ -46,6 +58,22 @@ def _llm(request: Request) -> LLMClient:
     return request.app.state.llm
 
 
+def _offset(offset: int = Query(0, ge=0, description="Rows to skip (at most TEMPR_MAX_OFFSET).")) -> int:
+    # Configurable, so checked here rather than as a bound fixed in the OpenAPI schema; past
+    # a bigint it would fail in Postgres instead of here.
+    if offset > limits().max_offset:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "less_than_equal",
+                    "loc": ("query", "offset"),
+                    "msg": f"Input should be less than or equal to {limits().max_offset} (TEMPR_MAX_OFFSET)",
+                }
+            ]
+        )
+    return offset
+
+
 PoolDep = Annotated[asyncpg.Pool, Depends(_pool)]
 EmbedderDep = Annotated[Embedder, Depends(_embedder)]
 PublisherDep = Annotated[Publisher, Depends(_publisher)]
@@ -59,3 +87,5 @@ BankIdPath = Annotated[
         description="Bank id: 1-128 characters, letters, digits and . _ : - (not first).",
     ),
 ]
+OffsetQuery = Annotated[int, Depends(_offset)]
+DocumentIdPath = Annotated[SafeText, Path(min_length=1, max_length=256)]

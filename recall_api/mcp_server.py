@@ -16,8 +16,9 @@ absent from every tool's schema, so an agent cannot wander into another bank by 
 
 from __future__ import annotations
 
+import contextvars
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -38,7 +39,14 @@ from tempr.schemas.reflect import ReflectResponse
 if TYPE_CHECKING:  # the stdio server (`tempr mcp`, the `cli` extra) runs without FastAPI
     from fastapi import FastAPI
 
-__all__ = ["MCP_PATH", "TemprTools", "build_mcp_server", "mcp_lifespan", "mount_mcp"]
+__all__ = [
+    "FORWARDED_AUTHORIZATION",
+    "MCP_PATH",
+    "TemprTools",
+    "build_mcp_server",
+    "mcp_lifespan",
+    "mount_mcp",
+]
 
 MCP_PATH = "/mcp"
 T = TypeVar("T")
@@ -301,6 +309,24 @@ def build_mcp_server(
     return server
 
 
+# Set by `recall_api.auth.McpAuth` for the duration of an `/mcp` request. Here rather than in
+# auth.py so that `tempr mcp` (stdio) imports nothing of the server.
+FORWARDED_AUTHORIZATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "tempr_forwarded_authorization", default=None
+)
+
+
+class _CallersKey(httpx.Auth):
+    """Each in-process call carries the key of the `/mcp` request it serves (set by
+    `recall_api.auth.McpAuth`), so the route it calls checks the caller's scopes and banks."""
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        forwarded = FORWARDED_AUTHORIZATION.get()
+        if forwarded:
+            request.headers["Authorization"] = forwarded
+        yield request
+
+
 def mount_mcp(app: FastAPI, *, host: str, bank: str | None = None) -> MCPServer:
     """Serve the tools at `/mcp` in `app`; `mcp_lifespan(app)` must run inside the app's lifespan.
 
@@ -310,7 +336,14 @@ def mount_mcp(app: FastAPI, *, host: str, bank: str | None = None) -> MCPServer:
     """
     # raise_app_exceptions=False: a crash in a route reaches the agent as the 500 any client sees.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    client = AsyncTemprClient("http://tempr.internal", transport=transport, max_retries=0, timeout=300)
+    client = AsyncTemprClient(
+        "http://localhost",  # a loopback Host: the REST guards let it through
+        transport=transport,
+        max_retries=0,
+        timeout=300,
+        api_key="",  # never the server's own $TEMPR_API_KEY: the caller's key is forwarded
+        auth=_CallersKey(),
+    )
     server = build_mcp_server(client, url="this API (in-process)", bank=bank)
     sub_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host

@@ -49,6 +49,40 @@ class ApiMetrics:
             ["topic"],
             registry=self.registry,
         )
+        self.healthy = Gauge("tempr_healthy", "1 when /health is ok, else 0.", registry=self.registry)
+        self.database_up = Gauge(
+            "tempr_database_up", "Postgres reachable (1) or not.", registry=self.registry
+        )
+        self.broker_up = Gauge("tempr_broker_up", "The broker reachable (1) or not.", registry=self.registry)
+        self.oldest_pending = Gauge(
+            "tempr_pipeline_oldest_pending_seconds",
+            "Age of the oldest message accepted and not materialized yet (0 when none).",
+            registry=self.registry,
+        )
+        self.stage_heartbeat_age = Gauge(
+            "tempr_stage_heartbeat_age_seconds",
+            "Seconds since the stage's freshest heartbeat.",
+            ["stage"],
+            registry=self.registry,
+        )
+        self.stage_busy = Gauge(
+            "tempr_stage_busy_seconds",
+            "Seconds the stage has spent on its current batch (0 when idle).",
+            ["stage"],
+            registry=self.registry,
+        )
+        self.stage_failed = Gauge(
+            "tempr_stage_dead_lettered_records",
+            "Records the stage dead-lettered since its worker started.",
+            ["stage"],
+            registry=self.registry,
+        )
+        self.restarts = Gauge(
+            "tempr_child_restarts",
+            "Restarts of each child of `tempr up` (worker, api, postgres).",
+            ["child"],
+            registry=self.registry,
+        )
 
     def asgi_middleware(self, app: ASGIApp) -> ASGIApp:
         """Pure ASGI (not BaseHTTPMiddleware): streamed answers such as MCP's pass untouched."""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tempr.schemas.limits import Content, Metadata, SafeText, Tags, Timestamp
+from tempr.settings import limits
 
 __all__ = [
     "ConsistencyToken",
@@ -18,28 +22,37 @@ __all__ = [
     "RetainItem",
     "RetainRequest",
     "RetainResponse",
+    "StageHealth",
 ]
 
 
 class RetainItem(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    content: str = Field(min_length=1, max_length=200_000, description="The text to remember.")
-    speaker: str | None = Field(default=None, max_length=256)
-    timestamp: AwareDatetime | None = Field(
-        default=None, description="When it was said (ISO 8601 with a timezone)."
+    content: Content = Field(
+        min_length=1, description="The text to remember (at most TEMPR_MAX_CONTENT_BYTES as UTF-8)."
     )
-    conversation_id: str | None = Field(default=None, max_length=256)
-    message_id: str | None = Field(
+    speaker: SafeText | None = Field(default=None, max_length=256)
+    timestamp: Timestamp | None = Field(
+        default=None,
+        description="When it was said (ISO 8601 with a timezone, between TEMPR_MIN_TIMESTAMP and "
+        "TEMPR_MAX_TIMESTAMP).",
+    )
+    conversation_id: SafeText | None = Field(default=None, max_length=256)
+    message_id: SafeText | None = Field(
         default=None,
         max_length=256,
         description="The source's id for this message (e.g. a chat message id). Sending the same "
         "id twice stores it once; without it, an id is derived from the content.",
     )
-    context: str | None = Field(default=None, max_length=2000)
-    document_id: str | None = Field(default=None, max_length=256)
-    tags: list[str] = Field(default_factory=list, max_length=64)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    context: SafeText | None = Field(default=None, max_length=2000)
+    document_id: SafeText | None = Field(default=None, max_length=256)
+    tags: Tags = Field(default_factory=list, description="At most TEMPR_MAX_TAGS, each TEMPR_MAX_TAG_CHARS.")
+    metadata: Metadata = Field(
+        default_factory=dict,
+        description="Kept with the message (not copied into its facts); at most "
+        "TEMPR_MAX_METADATA_BYTES as JSON, nested at most TEMPR_MAX_METADATA_DEPTH.",
+    )
 
     @field_validator("content")
     @classmethod
@@ -70,7 +83,14 @@ class RetainRequest(BaseModel):
         },
     )
 
-    items: list[RetainItem] = Field(min_length=1, max_length=1000)
+    items: list[RetainItem] = Field(min_length=1, description="At most TEMPR_MAX_ITEMS.")
+
+    @field_validator("items")
+    @classmethod
+    def _not_too_many(cls, value: list[RetainItem]) -> list[RetainItem]:
+        if len(value) > limits().max_items:
+            raise ValueError(f"has {len(value)} items, more than TEMPR_MAX_ITEMS ({limits().max_items})")
+        return value
 
 
 class ConsistencyToken(BaseModel):
@@ -89,7 +109,8 @@ class ConsistencyToken(BaseModel):
 
     @staticmethod
     def decode(token: str) -> int:
-        if not token.startswith("j") or not token[1:].isdigit():
+        # At most 18 digits: a journal sequence number is a bigint.
+        if re.fullmatch(r"j[0-9]{1,18}", token) is None:
             raise ValueError(f"not a consistency token: {token!r}")
         return int(token[1:])
 
@@ -135,11 +156,26 @@ class MemoryPage(BaseModel):
     items: list[Memory]
 
 
+class StageHealth(BaseModel):
+    """One stream stage as its heartbeats tell it."""
+
+    heartbeat_age_s: float
+    busy_s: float | None = None  # on its current batch for this long; None when idle
+    processed: int = 0
+    failed: int = 0
+
+
 class Health(BaseModel):
     status: str
     database: str
     broker: str
     pending_events: int | None = None
+    oldest_pending_age_s: float | None = None
+    stages: dict[str, StageHealth] = Field(default_factory=dict)
+    restarts: dict[str, int] = Field(
+        default_factory=dict, description="Restarts of each child by `tempr up` (worker, api, postgres)."
+    )
+    problems: list[str] = Field(default_factory=list, description="Why the status is not ok.")
     details: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tempr.schemas.limits import SafeText
+
 __all__ = [
     "Bank",
     "BankConfig",
@@ -22,7 +24,7 @@ __all__ = [
 class Disposition(BaseModel):
     """How the bank reasons when it reflects. Traits run 1 (low) to 5 (high)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     skepticism: int = Field(default=3, ge=1, le=5, description="1 takes claims at face value, 5 doubts them.")
     literalism: int = Field(
@@ -38,7 +40,7 @@ class Disposition(BaseModel):
 
 
 class DispositionPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     skepticism: int | None = Field(default=None, ge=1, le=5)
     literalism: int | None = Field(default=None, ge=1, le=5)
@@ -49,7 +51,7 @@ class DispositionPatch(BaseModel):
 class BankConfig(BaseModel):
     """Per-bank overrides of server defaults; unset fields follow the server."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     reflect_budget: Literal["low", "mid", "high"] | None = Field(
         default=None, description="Recall depth used by reflect when the request does not say."
@@ -82,8 +84,8 @@ class BankIn(BaseModel):
         },
     )
 
-    name: str | None = Field(default=None, max_length=256, description="Defaults to the bank id.")
-    background: str = Field(default="", max_length=20_000, description="First-person text: who I am.")
+    name: SafeText | None = Field(default=None, max_length=256, description="Defaults to the bank id.")
+    background: SafeText = Field(default="", max_length=20_000, description="First-person text: who I am.")
     disposition: Disposition = Field(default_factory=Disposition)
     config: BankConfig = Field(default_factory=BankConfig)
 
@@ -101,8 +103,8 @@ class BankPatch(BaseModel):
         },
     )
 
-    name: str | None = Field(default=None, max_length=256)
-    background: str | None = Field(
+    name: SafeText | None = Field(default=None, max_length=256)
+    background: SafeText | None = Field(
         default=None,
         max_length=20_000,
         description="Merged with the current background (the LLM resolves contradictions in favour "

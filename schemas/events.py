@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, V
 
 from tempr.errors import InvalidEvent
 from tempr.schemas.ids import BankId
+from tempr.schemas.limits import Content, Metadata, SafeText, Tags, Timestamp
 
 __all__ = [
     "BankDeleted",
@@ -49,22 +50,25 @@ class _Event(BaseModel):
 
 
 class MessageEvent(_Event):
-    """One conversation turn or document item, as accepted (topic tempr.messages.v1)."""
+    """One conversation turn or document item, as accepted (topic tempr.messages.v1).
+
+    Bounded like the API's `RetainItem` (`schemas.limits`), so a record produced straight to
+    the topic that the API would have refused is dead-lettered by the segmenter."""
 
     event_type: Literal["message"] = "message"
     schema_version: Literal[1] = 1
     event_id: UUID
     bank_id: BankId
-    message_id: str = Field(min_length=1, max_length=256)
-    content: str = Field(min_length=1)
-    speaker: str | None = None
-    timestamp: AwareDatetime | None = None
-    conversation_id: str | None = None
-    context: str | None = None
-    document_id: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    received_at: AwareDatetime
+    message_id: SafeText = Field(min_length=1, max_length=256)
+    content: Content = Field(min_length=1)
+    speaker: SafeText | None = Field(default=None, max_length=256)
+    timestamp: Timestamp | None = None
+    conversation_id: SafeText | None = Field(default=None, max_length=256)
+    context: SafeText | None = Field(default=None, max_length=2000)
+    document_id: SafeText | None = Field(default=None, max_length=256)
+    tags: Tags = Field(default_factory=list)
+    metadata: Metadata = Field(default_factory=dict)
+    received_at: Timestamp
 
 
 class EndOfConversation(_Event):
@@ -73,7 +77,7 @@ class EndOfConversation(_Event):
     event_type: Literal["end_of_conversation"] = "end_of_conversation"
     schema_version: Literal[1] = 1
     bank_id: BankId
-    conversation_id: str
+    conversation_id: SafeText = Field(max_length=256)
 
 
 class ChunkEvent(_Event):
@@ -204,6 +208,8 @@ class BankDeleted(_Event):
     schema_version: Literal[1] = 1
     bank_id: BankId
     deleted_at: AwareDatetime
+    # HMAC by tempr's API (streams/control.py); the segmenter refuses a tombstone without it.
+    signature: str | None = None
 
 
 class DeadLetter(_Event):
@@ -219,6 +225,8 @@ class DeadLetter(_Event):
     payload: str
     error: str
     failed_at: AwareDatetime
+    # The journal rows the failed record covers: recording the letter parks them.
+    message_event_ids: list[UUID] = Field(default_factory=list)
 
 
 StreamEvent = Annotated[
@@ -232,7 +240,9 @@ StreamEvent = Annotated[
     | DeadLetter,
     Field(discriminator="event_type"),
 ]
-_adapter: TypeAdapter[Any] = TypeAdapter(StreamEvent)
+# mypy reads the Annotated union as a bare UnionType, not a type form (in some of its runs:
+# hence unused-ignore too); pydantic takes it.
+_adapter: TypeAdapter[Any] = TypeAdapter(StreamEvent)  # type: ignore[arg-type, unused-ignore]
 
 
 def decode_event(raw: bytes | str) -> Any:

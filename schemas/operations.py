@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tempr.schemas.api import ConsistencyToken
+from tempr.schemas.limits import Timestamp
 
 __all__ = ["BankReplayRequest", "BankReplayResponse", "DeadLetterReplayed"]
 
@@ -30,7 +31,7 @@ class BankReplayRequest(BaseModel):
         json_schema_extra={"examples": [{}, {"from": "2026-11-01T00:00:00Z"}]},
     )
 
-    from_: AwareDatetime | None = Field(
+    from_: Timestamp | None = Field(
         default=None,
         alias="from",
         description="Only messages accepted (journaled) at or after this time, plus every message "

@@ -6,7 +6,9 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tempr.schemas.limits import Query, SafeText, Timestamp
 
 __all__ = [
     "FactType",
@@ -30,8 +32,8 @@ class TimeWindow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: AwareDatetime | None = None
-    end: AwareDatetime | None = None
+    start: Timestamp | None = None
+    end: Timestamp | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> TimeWindow:
@@ -51,6 +53,7 @@ class RecallInclude(BaseModel):
 class RecallRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
+        allow_inf_nan=False,
         json_schema_extra={
             "examples": [
                 {"query": "When did Caroline go to the support group?", "budget": "mid", "max_tokens": 4096},
@@ -68,18 +71,18 @@ class RecallRequest(BaseModel):
         },
     )
 
-    query: str = Field(min_length=1, max_length=2000)
+    query: Query = Field(min_length=1, description="At most TEMPR_MAX_QUERY_CHARS characters.")
     budget: Literal["low", "mid", "high"] = Field(
         default="mid", description="Search depth: low/mid/high = 100/300/1000 candidates per arm."
     )
     max_tokens: int = Field(default=4096, ge=1, le=100_000, description="Token budget of fact texts.")
     types: list[FactType] | None = Field(default=None, description="Fact types to search; null = all.")
-    tags: list[str] | None = Field(default=None, max_length=64)
+    tags: list[SafeText] | None = Field(default=None, max_length=64)
     tags_match: TagsMatch = Field(
         default="any",
         description="any/all: untagged facts pass too; *_strict: untagged excluded; exact: same tag set.",
     )
-    query_timestamp: AwareDatetime | None = Field(
+    query_timestamp: Timestamp | None = Field(
         default=None, description="'Now' for relative time expressions and recency; default: server time."
     )
     time_window: TimeWindow | None = Field(default=None, description="Hard filter on when facts happened.")
@@ -88,7 +91,7 @@ class RecallRequest(BaseModel):
     after: str | None = Field(
         default=None, max_length=32, description="Consistency token (`j<seq>`) from a retain."
     )
-    preset: str = Field(default="default", max_length=64, description="Named RecallConfig preset.")
+    preset: SafeText = Field(default="default", max_length=64, description="Named RecallConfig preset.")
 
 
 class RecallScores(BaseModel):

@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from tempr.schemas.limits import JsonSchema, Query, SafeText, Timestamp
 from tempr.schemas.recall import FactType
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
 class ReflectRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
+        allow_inf_nan=False,
         json_schema_extra={
             "examples": [
                 {"query": "What do you think of Python for data science?", "budget": "mid"},
@@ -41,19 +43,19 @@ class ReflectRequest(BaseModel):
         },
     )
 
-    query: str = Field(min_length=1, max_length=4000, description="What to think about or answer.")
+    query: Query = Field(min_length=1, description="What to think about or answer.")
     budget: Literal["low", "mid", "high"] | None = Field(
         default=None, description="Recall depth; default: the bank's `reflect_budget`, else mid."
     )
     max_tokens: int = Field(default=4096, ge=1, le=100_000, description="Token budget of recalled facts.")
-    context: str | None = Field(
+    context: SafeText | None = Field(
         default=None, max_length=20_000, description="Extra context for this question (not stored)."
     )
-    response_schema: dict[str, Any] | None = Field(
+    response_schema: JsonSchema | None = Field(
         default=None,
         description="A JSON schema: the answer is returned in `structured`, validated against it.",
     )
-    query_timestamp: AwareDatetime | None = Field(default=None, description="'Now' for the recall.")
+    query_timestamp: Timestamp | None = Field(default=None, description="'Now' for the recall.")
     after: str | None = Field(
         default=None,
         max_length=32,

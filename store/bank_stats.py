@@ -23,7 +23,7 @@ async def bank_stats(pool: asyncpg.Pool, bank_id: str) -> dict[str, Any]:
               (SELECT count(*) FROM entities WHERE bank_id = $1) AS entities,
               (SELECT count(*) FROM documents WHERE bank_id = $1) AS documents,
               (SELECT count(*) FROM messages WHERE bank_id = $1) AS messages,
-              (SELECT count(*) FROM messages WHERE bank_id = $1 AND processed_at IS NULL) AS pending,
+              (SELECT count(*) FROM messages WHERE bank_id = $1 AND processed_at IS NULL AND parked_at IS NULL) AS pending,
               (SELECT max(updated_at) FROM memory_units WHERE bank_id = $1) AS last_update
             """,
             bank_id,

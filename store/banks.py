@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import asyncpg
 
 from tempr.schemas.banks import Bank, BankConfig, Disposition
+from tempr.store.keys import bank_visible
 
 __all__ = [
     "count_banks",
@@ -79,14 +80,23 @@ async def get_bank(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> asy
     return await conn.fetchrow(f"SELECT {_BANK_COLUMNS} FROM banks WHERE id = $1", bank_id)
 
 
-async def list_banks(pool: asyncpg.Pool, *, limit: int, offset: int) -> list[asyncpg.Record]:
+async def list_banks(
+    pool: asyncpg.Pool, *, limit: int, offset: int, visible: Sequence[str] | None = None
+) -> list[asyncpg.Record]:
+    """`visible`: bank patterns of the caller's key (None: every bank)."""
     return await pool.fetch(
-        f"SELECT {_BANK_COLUMNS} FROM banks ORDER BY id LIMIT $1 OFFSET $2", limit, offset
+        f"SELECT {_BANK_COLUMNS} FROM banks WHERE {bank_visible('id', 3)} ORDER BY id LIMIT $1 OFFSET $2",
+        limit,
+        offset,
+        None if visible is None else list(visible),
     )
 
 
-async def count_banks(pool: asyncpg.Pool) -> int:
-    return await pool.fetchval("SELECT count(*) FROM banks")
+async def count_banks(pool: asyncpg.Pool, visible: Sequence[str] | None = None) -> int:
+    return await pool.fetchval(
+        f"SELECT count(*) FROM banks WHERE {bank_visible('id', 1)}",
+        None if visible is None else list(visible),
+    )
 
 
 async def put_bank(

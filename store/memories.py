@@ -14,9 +14,9 @@ from tempr.schemas.events import ExtractedFact
 __all__ = [
     "UNIT_COLUMNS",
     "count_units",
-    "find_near_duplicate",
     "list_units",
     "merge_provenance",
+    "near_duplicate_candidates",
     "upsert_chunk",
     "upsert_fact",
 ]
@@ -53,27 +53,29 @@ async def upsert_chunk(
     )
 
 
-async def find_near_duplicate(
+async def near_duplicate_candidates(
     conn: asyncpg.Connection,
     bank_id: str,
     fact: ExtractedFact,
     *,
     min_cosine: float,
     window: timedelta = timedelta(hours=24),
-) -> UUID | None:
-    """Another fact of the bank, close in time, whose embedding is nearly the same."""
+    limit: int = 5,
+) -> list[asyncpg.Record]:
+    """Other facts of the bank, close in time, whose embeddings are nearly the same (id, text),
+    nearest first. Candidates only: whether one says the same thing is for the texts to tell."""
     if fact.embedding is None:
-        return None
+        return []
     when = fact.occurred_start or fact.mentioned_at
-    return await conn.fetchval(
+    return await conn.fetch(
         """
-        SELECT id FROM memory_units
+        SELECT id, text FROM memory_units
         WHERE bank_id = $1 AND id <> $2 AND fact_type = $3
           AND ($5::timestamptz IS NULL
                OR coalesce(occurred_start, mentioned_at) BETWEEN $5 - $6::interval AND $5 + $6::interval)
           AND 1 - (embedding <=> $4) >= $7
         ORDER BY embedding <=> $4
-        LIMIT 1
+        LIMIT $8
         """,
         bank_id,
         fact.fact_id,
@@ -82,6 +84,7 @@ async def find_near_duplicate(
         when,
         window,
         min_cosine,
+        limit,
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -10,6 +12,8 @@ import asyncpg
 from tempr.schemas.events import MessageEvent
 
 __all__ = [
+    "DueEntry",
+    "Receipt",
     "bank_messages",
     "due_for_redelivery",
     "journal_from_log",
@@ -18,6 +22,7 @@ __all__ = [
     "mark_processed",
     "mark_published",
     "max_seq",
+    "oldest_waiting_age_s",
     "pending_count",
     "pending_up_to",
 ]
@@ -49,21 +54,31 @@ async def journal_messages(conn: asyncpg.Connection, events: Sequence[MessageEve
     return {r["id"]: r["seq"] for r in rows}
 
 
-async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: MessageEvent) -> bool:
-    """Journal a message read from the topic (no-op when the API journaled it already).
+@dataclass(frozen=True)
+class Receipt:
+    """What the journal says of a message the segmenter just read from the log."""
 
-    Returns False when the bank was deleted after the message was received: it is stale."""
-    return await conn.fetchval(
+    stale: bool  # its bank was deleted after it was received
+    attempts: int  # times it was received (the poison counter), this one included
+    parked: bool  # dead-lettered already: not processed again until replayed
+
+
+async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: MessageEvent) -> Receipt:
+    """Journal a message read from the topic (the API may have journaled it already) and
+    count this delivery."""
+    row = await conn.fetchrow(
         """
         WITH stale AS (
             SELECT EXISTS (SELECT 1 FROM deleted_banks WHERE id = $2 AND deleted_at >= $7) AS yes
         ), ins AS (
             INSERT INTO messages (id, bank_id, message_id, conversation_id, document_id, payload,
-                                  received_at, published_at, publish_count)
-            SELECT $1, $2, $3, $4, $5, $6, $7, now(), 1 WHERE NOT (SELECT yes FROM stale)
-            ON CONFLICT (id) DO NOTHING
+                                  received_at, published_at, publish_count, attempts)
+            SELECT $1, $2, $3, $4, $5, $6, $7, now(), 1, 1 WHERE NOT (SELECT yes FROM stale)
+            ON CONFLICT (id) DO UPDATE SET attempts = messages.attempts + 1
+            RETURNING attempts, parked_at IS NOT NULL AS parked
         )
-        SELECT NOT yes FROM stale
+        SELECT (SELECT yes FROM stale) AS stale, ins.attempts, ins.parked
+        FROM (SELECT 1) AS one LEFT JOIN ins ON true
         """,
         event.event_id,
         event.bank_id,
@@ -73,6 +88,7 @@ async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: Messa
         event.model_dump(mode="json"),
         event.received_at,
     )
+    return Receipt(stale=row["stale"], attempts=row["attempts"] or 0, parked=bool(row["parked"]))
 
 
 async def journaled_count(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> int:
@@ -97,22 +113,40 @@ async def mark_processed(conn: asyncpg.Connection, ids: Sequence[UUID]) -> int:
     return int(result.split()[-1])
 
 
+@dataclass(frozen=True)
+class DueEntry:
+    seq: int
+    event_id: UUID
+    payload: dict[str, Any]  # validated by the caller: a row that no longer validates is parked there
+    publish_count: int
+
+
 async def due_for_redelivery(
     pool: asyncpg.Pool | asyncpg.Connection,
     *,
     older_than_s: float,
     unpublished_after_s: float,
+    queued_after_s: float | None = None,
     after_seq: int = 0,
     limit: int = 1000,
-) -> list[tuple[int, MessageEvent]]:
-    """Unprocessed entries published longer ago than ``older_than_s``, or journaled more than
-    ``unpublished_after_s`` ago and not published yet. The second bound leaves the API time
-    to finish the publish it started right after journaling, instead of racing it."""
+) -> list[DueEntry]:
+    """Entries really stalled, never those in progress:
+
+    - published longer ago than ``older_than_s`` and received by the segmenter since (its
+      ``attempts`` caught up with ``publish_count``): lost or failed downstream;
+    - published longer ago than ``queued_after_s`` (default ten times ``older_than_s``) and
+      still not received: lost on the way, since a queue that old is not merely slow;
+    - journaled more than ``unpublished_after_s`` ago and not published yet. This bound
+      leaves the API time to finish the publish it started right after journaling.
+
+    Parked entries (dead-lettered) and deleted banks' entries are never due."""
+    queued = older_than_s * 10 if queued_after_s is None else queued_after_s
     rows = await pool.fetch(
         """
-        SELECT seq, payload FROM messages
-        WHERE processed_at IS NULL AND seq > $3
-          AND (published_at <= now() - make_interval(secs => $1)
+        SELECT seq, id, payload, publish_count FROM messages
+        WHERE processed_at IS NULL AND parked_at IS NULL AND seq > $3
+          AND ((published_at <= now() - make_interval(secs => $1) AND attempts >= publish_count)
+               OR published_at <= now() - make_interval(secs => $5)
                OR (published_at IS NULL AND received_at <= now() - make_interval(secs => $4)))
           AND bank_id NOT IN (SELECT id FROM deleted_banks)
         ORDER BY seq
@@ -122,15 +156,30 @@ async def due_for_redelivery(
         limit,
         after_seq,
         unpublished_after_s,
+        queued,
     )
-    return [(r["seq"], MessageEvent.model_validate(r["payload"])) for r in rows]
+    return [DueEntry(r["seq"], r["id"], r["payload"], r["publish_count"]) for r in rows]
 
 
 async def pending_count(pool: asyncpg.Pool, bank_id: str | None = None) -> int:
+    """Accepted, not materialized and not parked in the dead letters."""
     if bank_id is None:
-        return await pool.fetchval("SELECT count(*) FROM messages WHERE processed_at IS NULL")
+        return await pool.fetchval(
+            "SELECT count(*) FROM messages WHERE processed_at IS NULL AND parked_at IS NULL"
+        )
     return await pool.fetchval(
-        "SELECT count(*) FROM messages WHERE processed_at IS NULL AND bank_id = $1", bank_id
+        "SELECT count(*) FROM messages WHERE processed_at IS NULL AND parked_at IS NULL AND bank_id = $1",
+        bank_id,
+    )
+
+
+async def oldest_waiting_age_s(pool: asyncpg.Pool) -> float | None:
+    """Age of the oldest message accepted and not yet materialized (parked ones aside)."""
+    return await pool.fetchval(
+        """
+        SELECT extract(epoch FROM now() - min(received_at))::float8 FROM messages
+        WHERE processed_at IS NULL AND parked_at IS NULL
+        """
     )
 
 
@@ -139,7 +188,8 @@ async def pending_up_to(pool: asyncpg.Pool, bank_id: str, seq: int) -> bool:
     return await pool.fetchval(
         """
         SELECT EXISTS (SELECT 1 FROM messages
-                       WHERE bank_id = $1 AND seq <= $2 AND processed_at IS NULL)
+                       WHERE bank_id = $1 AND seq <= $2 AND processed_at IS NULL
+                         AND parked_at IS NULL)
         """,
         bank_id,
         seq,

@@ -23,8 +23,9 @@ import numpy as np
 __all__ = [
     "CAUSAL_LINK_TYPES",
     "EXACT_SCAN_MAX_UNITS",
+    "BankShape",
     "RecallFilters",
-    "bank_size_and_ubiquitous_names",
+    "bank_shape",
     "compile_filters",
     "event_date",
     "fetch_chunks",
@@ -102,28 +103,37 @@ def _order_by_distance(exact: bool) -> str:
     return "(u.embedding <=> $2) + 0" if exact else "u.embedding <=> $2"
 
 
-async def bank_size_and_ubiquitous_names(
+@dataclass(frozen=True, slots=True)
+class BankShape:
+    """How many facts a bank holds, and its ubiquitous entities (ids, names and aliases)."""
+
+    size: int
+    entity_ids: tuple[UUID, ...]
+    names: tuple[str, ...]
+
+
+async def bank_shape(
     conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, *, min_share: float, min_mentions: int
-) -> tuple[int, list[str]]:
-    """How many facts the bank holds, and the names and aliases of the entities in at least
-    ``min_share`` of them (and in at least ``min_mentions``, so a tiny bank keeps its names).
-    One round trip: recall needs both before it embeds the query."""
+) -> BankShape:
+    """The bank's size and the entities in at least ``min_share`` of its facts (and in at
+    least ``min_mentions``). One round trip: recall needs both before it embeds the query."""
     row = await conn.fetchrow(
         """
-        WITH size AS (SELECT count(*)::int AS n FROM memory_units WHERE bank_id = $1)
+        WITH size AS (SELECT count(*)::int AS n FROM memory_units WHERE bank_id = $1),
+        ubiquitous AS (
+            SELECT e.id, e.canonical_name || e.aliases AS names FROM entities e, size
+            WHERE e.bank_id = $1 AND e.mention_count >= greatest($3::int, $2::float8 * size.n)
+        )
         SELECT size.n AS size,
-               coalesce((SELECT array_agg(name)
-                         FROM entities e, unnest(e.canonical_name || e.aliases) AS name
-                         WHERE e.bank_id = $1
-                           AND e.mention_count >= greatest($3::int, $2::float8 * size.n)),
-                        '{}') AS names
+               coalesce((SELECT array_agg(id) FROM ubiquitous), '{}') AS ids,
+               coalesce((SELECT array_agg(name) FROM ubiquitous, unnest(names) AS name), '{}') AS names
         FROM size
         """,
         bank_id,
         min_share,
         min_mentions,
     )
-    return row["size"], list(row["names"])
+    return BankShape(row["size"], tuple(row["ids"]), tuple(row["names"]))
 
 
 async def event_date(
@@ -161,28 +171,31 @@ async def semantic_search(
     filters: RecallFilters,
     exact: bool,
     ef_search: int,
+    min_results: int = 0,
 ) -> list[asyncpg.Record]:
-    """``(id, score, fetched)`` by cosine similarity, best first, at or above ``min_similarity``.
+    """``(id, score, fetched)`` by cosine similarity, best first, at or above ``min_similarity``
+    (the nearest ``min_results`` whatever their similarity).
 
     ``fetched`` counts the nearest rows before the similarity floor, so a caller can tell an
     index scan that came back short from a bank that simply has few close facts.
     """
-    where, params = compile_filters(filters, 5)
+    where, params = compile_filters(filters, 6)
     sql = f"""
         WITH nearest AS (
             SELECT u.id, 1 - (u.embedding <=> $2) AS score FROM memory_units u
             WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
             ORDER BY {_order_by_distance(exact)}
             LIMIT $3
-        )
-        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM nearest
-        WHERE score >= $4
+        ),
+        numbered AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS n FROM nearest)
+        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM numbered
+        WHERE score >= $4 OR n <= $5
         ORDER BY score DESC, id
     """
     async with conn.transaction():
         if not exact:
             await _set_ef_search(conn, ef_search)
-        return await conn.fetch(sql, bank_id, _vec(embedding), limit, min_similarity, *params)
+        return await conn.fetch(sql, bank_id, _vec(embedding), limit, min_similarity, min_results, *params)
 
 
 async def keyword_search(
@@ -244,7 +257,7 @@ async def graph_expand(
     filters: RecallFilters,
     exact: bool,
     ef_search: int,
-    bank_size: int,
+    ubiquitous_entities: Sequence[UUID],
 ) -> list[asyncpg.Record]:
     """Neighbours of the top semantic hits: ``(id, score, entity, semantic, causal, seeds)``.
 
@@ -270,12 +283,11 @@ async def graph_expand(
                    tanh($5::float8 * count(DISTINCT ue2.entity_id)) * max(s.sim) AS score
             FROM seeds s
             JOIN unit_entities ue1 ON ue1.unit_id = s.id
-            JOIN entities e ON e.id = ue1.entity_id
             JOIN unit_entities ue2 ON ue2.entity_id = ue1.entity_id
             WHERE ue2.bank_id = $1 AND ue2.unit_id <> s.id
-              -- An entity in most facts (a conversation's speakers) connects everything to
+              -- A ubiquitous entity (a conversation's speakers) connects everything to
               -- everything and says nothing: it is left out of the entity signal.
-              AND e.mention_count <= greatest(20, $9::float8 * 0.05)
+              AND NOT ue1.entity_id = ANY($9::uuid[])
             GROUP BY ue2.unit_id
         ),
         edges AS (
@@ -311,7 +323,15 @@ async def graph_expand(
         LIMIT $8
     """
     args = [bank_id, _vec(embedding), seed_count, seed_min_similarity, entity_weight]
-    args += [semantic_link_min, causal_boost, limit, float(bank_size), hop_decay, include_seeds, *params]
+    args += [
+        semantic_link_min,
+        causal_boost,
+        limit,
+        list(ubiquitous_entities),
+        hop_decay,
+        include_seeds,
+        *params,
+    ]
     async with conn.transaction():
         if not exact:
             await _set_ef_search(conn, ef_search)
@@ -366,11 +386,18 @@ async def temporal_search(
     return await conn.fetch(sql, bank_id, vec, start, end, buckets, limit, *params)
 
 
-async def fetch_units(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]) -> list[asyncpg.Record]:
+async def fetch_units(
+    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID], embedding: np.ndarray | None = None
+) -> list[asyncpg.Record]:
+    """The facts' rows, each with ``cosine``: its similarity to ``embedding`` (None without
+    one, or for a fact without an embedding)."""
     return await conn.fetch(
-        f"SELECT {_HIT_UNITS} FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])",
+        f"""SELECT {_HIT_UNITS}, CASE WHEN $3::vector IS NULL THEN NULL
+                                      ELSE 1 - (embedding <=> $3::vector) END AS cosine
+            FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])""",
         bank_id,
         list(ids),
+        None if embedding is None else _vec(embedding),
     )
 
 

@@ -160,7 +160,10 @@ async def reopen_messages(conn: asyncpg.Connection, ids: Sequence[UUID]) -> None
     """Not materialized, not published: the stats count them as pending until rebuilt, and
     the sweeper publishes them again should the replay's own publish fail."""
     await conn.execute(
-        "UPDATE messages SET processed_at = NULL, published_at = NULL WHERE id = ANY($1::uuid[])", list(ids)
+        "UPDATE messages SET processed_at = NULL, published_at = NULL, parked_at = NULL, attempts = 0,"
+        " publish_count = 0"
+        " WHERE id = ANY($1::uuid[])",
+        list(ids),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
@@ -13,11 +14,15 @@ from tempr.streams.topics import ALL_TOPICS
 __all__ = ["ensure_topics"]
 
 
-async def ensure_topics(bootstrap: str, default_partitions: int, *, timeout: float = 30.0) -> list[str]:
-    """Returns the names created now. Retries while the broker is still coming up."""
+async def ensure_topics(
+    bootstrap: str, default_partitions: int, *, timeout: float = 30.0, **client_options: Any
+) -> list[str]:
+    """Returns the names created now. Retries while the broker is still coming up.
+
+    `client_options` (SASL, TLS) go to the admin client."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000, **client_options)
         try:
             await admin.start()
             existing = set(await admin.list_topics())

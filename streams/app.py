@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import faust
 import mode
 
 from tempr.settings import Settings
-from tempr.streams import redelivery
+from tempr.streams import heartbeat, redelivery
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
+from tempr.streams.kafka_security import faust_broker_options
+from tempr.streams.stage import Topics
 from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
-__all__ = ["APP_ID", "AppTopics", "Stage", "create_app"]
+__all__ = ["APP_ID", "Stage", "create_app"]
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +29,9 @@ APP_ID = "tempr"
 
 
 class Stage(Protocol):
-    """A stream stage: subscribes its agent(s) to the app."""
+    """A stream stage: subscribes its agent(s) to the app (see `streams/stage.py`)."""
 
-    def register(self, app: Any, topics: Any, ctx: Any) -> None: ...
-
-
-@dataclass(frozen=True)
-class AppTopics:
-    messages: Any
-    chunks: Any
-    facts: Any
-    graph: Any
-    dlq: Any
+    def register(self, app: faust.App, topics: Topics, ctx: WorkerContext) -> None: ...
 
 
 def _topic(app: faust.App, spec: TopicSpec, settings: Settings) -> Any:
@@ -78,9 +70,10 @@ def create_app(settings: Settings, stages: Sequence[Stage] = ()) -> tuple[faust.
         # Faust's own key/value handling stays raw: events are validated by pydantic.
         key_serializer="raw",
         value_serializer="raw",
+        **faust_broker_options(settings),
     )
     ctx = WorkerContext(settings)
-    topics = AppTopics(
+    topics = Topics(
         messages=_topic(app, MESSAGES, settings),
         chunks=_topic(app, CHUNKS, settings),
         facts=_topic(app, FACTS, settings),
@@ -99,5 +92,6 @@ def create_app(settings: Settings, stages: Sequence[Stage] = ()) -> tuple[faust.
 
     for stage in stages:
         stage.register(app, topics, ctx)
-    redelivery.register(app, ctx)
+    redelivery.register(app, topics, ctx)
+    heartbeat.register(app, ctx)
     return app, ctx

@@ -15,6 +15,7 @@ from tempr.inference.llm import LLMClient
 from tempr.settings import Settings
 from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
+from tempr.streams.heartbeat import StageBeats
 
 __all__ = ["WorkerContext"]
 
@@ -27,6 +28,7 @@ class WorkerContext:
     pool: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    beats: StageBeats = field(default_factory=StageBeats)
     _llm: LLMClient | None = None
     _stop_callbacks: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pgserver.postgres_server import PostgresServer
 
+import psutil
+
 __all__ = ["EmbeddedBroker", "EmbeddedPostgres", "die_with_parent", "wait_for_port"]
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,25 @@ class EmbeddedPostgres:
         self._server = pgserver.get_server(self.pgdata, cleanup_mode=None)
         self._server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
         return self._server.get_uri()
+
+    def alive(self) -> bool:
+        """Whether the postmaster runs (a kill -9 leaves its pid file behind: checked too)."""
+        from pgserver.postgres_server import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        if info is None or info.process is None or not info.is_running():
+            return False
+        try:  # a killed postmaster nobody reaped yet still "runs" as a zombie
+            return bool(info.process.status() != psutil.STATUS_ZOMBIE)
+        except psutil.Error:
+            return False
+
+    def restart(self) -> str:
+        """Start it again after it died; the data directory goes through crash recovery."""
+        if self._server is not None:
+            self._server.cleanup()  # cleanup_mode=None: only drops the stale handle
+            self._server = None
+        return self.start()
 
     def stop(self) -> None:
         import pgserver

@@ -7,23 +7,30 @@ either way the duplicates a retry may create are absorbed downstream by determin
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.structs import RecordMetadata
+from pydantic import ValidationError
 
-from tempr.schemas.events import BankDeleted, FactsEvent, MessageEvent, encode_event
+from tempr.schemas.events import BankDeleted, DeadLetter, FactsEvent, MessageEvent, encode_event
 from tempr.store import banks, messages
+from tempr.store.dead_letters import record_dead_letter
 from tempr.streams.broker_features import detect_features
+from tempr.streams.control import sign_tombstone
 from tempr.streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
 __all__ = [
     "PRODUCER_OPTIONS",
     "PUBLISH_IN_FLIGHT_S",
+    "UNPUBLISHABLE",
     "PublishedMessage",
     "Publisher",
     "create_producer",
@@ -51,6 +58,9 @@ PUBLISH_IN_FLIGHT_S = 2 * PRODUCER_OPTIONS["request_timeout_ms"] / 1000
 
 # Options of a producer that its client needs to reach the broker at all (security).
 _CONNECTION_OPTIONS = ("security_protocol", "ssl_context", "client_id", "connections_max_idle_ms")
+
+# Errors that no retry fixes: the record itself is the problem.
+UNPUBLISHABLE: tuple[type[BaseException], ...] = (MessageSizeTooLargeError, ValueError, TypeError)
 
 
 def create_producer(bootstrap: str, **overrides: Any) -> AIOKafkaProducer:
@@ -93,9 +103,12 @@ class PublishedMessage:
 
 
 class Publisher:
-    def __init__(self, pool: asyncpg.Pool, producer: AIOKafkaProducer) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, producer: AIOKafkaProducer, *, control_key: bytes | None = None
+    ) -> None:
         self.pool = pool
         self.producer = producer
+        self.control_key = control_key
 
     async def accept(self, events: Sequence[MessageEvent]) -> list[PublishedMessage]:
         """Journal (durable), then publish. A broker failure still leaves the events accepted."""
@@ -128,15 +141,24 @@ class Publisher:
         await (await self.producer.send(FACTS.name, value=encode_event(event), key=bank_key(event.bank_id)))
 
     async def publish_tombstone(self, event: BankDeleted) -> None:
-        """On the messages topic, so every stage downstream sees it after the bank's turns."""
+        """On the messages topic, so every stage downstream sees it after the bank's turns;
+        signed, or the segmenter refuses it."""
+        assert self.control_key is not None, "a publisher of control events needs the control key"
+        signed = sign_tombstone(event, self.control_key)
         await (
             await self.producer.send(
-                MESSAGES.name, value=encode_event(event), key=conversation_key(event.bank_id, None)
+                MESSAGES.name, value=encode_event(signed), key=conversation_key(event.bank_id, None)
             )
         )
 
-    async def redeliver(self, *, older_than_s: float, limit: int = 1000) -> int:
-        """Re-publish journal entries that were never materialized; returns how many."""
+    async def redeliver(
+        self, *, older_than_s: float, max_publishes: int | None = None, limit: int = 1000
+    ) -> int:
+        """Re-publish journal entries that stalled before being materialized; returns how many.
+
+        Never blocks on one entry: one that no longer validates, cannot be published (too
+        large for the broker) or was published `max_publishes` times already is parked with
+        a dead letter instead. A broker that is down raises (the next sweep tries again)."""
         total, cursor = 0, 0
         while True:
             due = await messages.due_for_redelivery(
@@ -148,6 +170,46 @@ class Publisher:
             )
             if not due:
                 return total
-            await self.publish([event for _, event in due])
-            total += len(due)
-            cursor = due[-1][0]
+            cursor = due[-1].seq
+            events: list[MessageEvent] = []
+            for entry in due:
+                if max_publishes is not None and entry.publish_count >= max_publishes:
+                    await self._park(
+                        entry,
+                        f"published {entry.publish_count} times without being materialized "
+                        f"(TEMPR_MAX_ATTEMPTS={max_publishes}); parked",
+                    )
+                    continue
+                try:
+                    events.append(MessageEvent.model_validate(entry.payload))
+                except ValidationError as exc:
+                    await self._park(entry, f"the journaled message is no longer valid: {exc}")
+            try:
+                await self.publish(events)
+            except Exception as exc:
+                if not events:
+                    raise
+                log.warning("re-publishing %d entries failed (%r); one at a time", len(events), exc)
+                for event in events:
+                    try:
+                        await self.publish([event])
+                    except UNPUBLISHABLE as one_exc:
+                        entry = next(e for e in due if e.event_id == event.event_id)
+                        await self._park(entry, f"cannot be published: {one_exc!r}")
+                        events = [e for e in events if e is not event]
+            total += len(events)
+
+    async def _park(self, entry: messages.DueEntry, reason: str) -> None:
+        """A dead letter stored directly (it may be too large for the DLQ topic too); storing
+        it parks the journal row."""
+        payload = json.dumps(entry.payload, ensure_ascii=False)
+        letter = DeadLetter(
+            stage="redelivery",
+            topic=MESSAGES.name,
+            payload=payload,
+            error=reason[:4000],
+            failed_at=datetime.now(UTC),
+            message_event_ids=[entry.event_id],
+        )
+        log.warning("parking journal entry %s: %s", entry.event_id, reason)
+        await record_dead_letter(self.pool, letter)

@@ -21,13 +21,17 @@ from dataclasses import dataclass, field
 import httpx
 from pydantic import SecretStr
 
+from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.settings import Settings
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.apache_kafka import KAFKA_VERSION, ApacheKafka
+from tempr.streams.control import control_key
 from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, start_producer
+from tempr.streams.runtime_state import RuntimeState
 
 __all__ = ["Supervisor", "child_env"]
 
@@ -72,12 +76,18 @@ class Supervisor:
     postgres: EmbeddedPostgres | None = None
     broker: EmbeddedBroker | ApacheKafka | None = None
     children: list[_Child] = field(default_factory=list)
+    bootstrap_key: str | None = None  # set on the first start with keys: shown once
+    state: RuntimeState = field(default_factory=RuntimeState)
     _stopping: bool = False
+    _postgres_retry_at: float = 0.0
 
     def start_services(self) -> Settings:
         """Start Postgres and the broker (embedded or not), migrate, create topics."""
         s = self.settings
+        check_exposure(s)
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        self.state.save(s.data_dir)  # restarts are counted per run of `tempr up`
+        control_key(s)  # created once, before the API and the worker both want it
         if s.embedded_database:
             self.say(f"starting PostgreSQL + pgvector in {s.pg_dir}")
             self.postgres = EmbeddedPostgres(s.pg_dir)
@@ -102,17 +112,25 @@ class Supervisor:
     async def _prepare(self, s: Settings) -> list[str]:
         assert s.database_url
         applied = await apply_migrations(s.database_url)
-        await ensure_topics(s.bootstrap, s.topic_partitions)
+        await ensure_topics(s.bootstrap, s.topic_partitions, **kafka_client_options(s))
         # Tansu starts with an empty log: everything accepted but not yet materialized is
         # published again. Kafka (embedded or external) kept its log, so only entries that
         # were never published or are overdue go out.
+        # Whatever the journal holds, start: an entry that cannot be published is parked,
+        # and a failure here leaves the rest to the worker's sweeper.
         pool = await create_pool(s.database_url, max_size=2)
-        producer = await start_producer(s.bootstrap)
+        if s.auth_required:
+            self.bootstrap_key = await bootstrap_admin_key(pool, load_pepper(s))
+        producer = await start_producer(s.bootstrap, **kafka_client_options(s))
         try:
             older = 0.0 if isinstance(self.broker, EmbeddedBroker) else s.redeliver_after_s
-            count = await Publisher(pool, producer).redeliver(older_than_s=older)
+            count = await Publisher(pool, producer).redeliver(
+                older_than_s=older, max_publishes=s.max_attempts
+            )
             if count:
                 self.say(f"re-published {count} accepted messages not yet materialized")
+        except Exception as exc:
+            self.say(f"re-publishing the journal failed ({exc!r}); the sweeper will try again")
         finally:
             await producer.stop()
             await pool.close()
@@ -170,15 +188,40 @@ class Supervisor:
                 )
 
     def check_children(self) -> None:
-        """Restart a child that exited on its own (with a short backoff)."""
+        """Restart a child that exited on its own (with a short backoff), and the embedded
+        Postgres if it died; each restart is recorded for /health."""
+        self._check_postgres()
         for child in self.children:
             if self._stopping or child.proc is None or child.proc.poll() is None:
                 continue
             code = child.proc.returncode
             child.restarts += 1
+            self._record_restart(child.name)
             self.say(f"{child.name} exited with {code}; restarting (#{child.restarts})")
             time.sleep(min(5.0, 0.5 * child.restarts))
             self._spawn(child)
+
+    def _check_postgres(self) -> None:
+        if self._stopping or self.postgres is None or time.monotonic() < self._postgres_retry_at:
+            return
+        if self.postgres.alive():
+            return
+        count = self._record_restart("postgres")
+        self.say(f"PostgreSQL is not running; restarting it (#{count})")
+        try:
+            self.postgres.restart()
+            self.say("PostgreSQL is back")
+        except Exception as exc:  # old backends may still hold its memory: try again shortly
+            self.say(f"PostgreSQL did not start yet ({exc!r}); trying again")
+            self._postgres_retry_at = time.monotonic() + 2.0
+
+    def _record_restart(self, name: str) -> int:
+        count = self.state.restarted(name)
+        try:
+            self.state.save(self.settings.data_dir)
+        except OSError as exc:
+            log.warning("could not record the restart of %s: %r", name, exc)
+        return count
 
     def run_forever(self) -> None:
         stop = {"now": False}

@@ -1,7 +1,7 @@
 """Python client for the tempr API, sync (`TemprClient`) and async (`AsyncTemprClient`).
 
 Typed with the API's own pydantic models; an error answer raises `TemprAPIError` carrying the
-server's message; 429, 502, 503 and connection failures are retried with exponential backoff
+server's message; the API key is `api_key=` or $TEMPR_API_KEY; 429, 502, 503 and connection failures are retried with exponential backoff
 (honouring Retry-After); other errors, 501 "no LLM configured" among them, are raised at once.
 Every call is described once, as a `_Call`, and both clients send it.
 
@@ -14,6 +14,7 @@ Every call is described once, as a `_Call`, and both clients send it.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from tempr.schemas.operations import BankReplayResponse, DeadLetterReplayed
 from tempr.schemas.recall import RecallResponse
 from tempr.schemas.reflect import Opinion, OpinionPage, ReflectResponse
 
-__all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient"]
+__all__ = ["AsyncTemprClient", "TemprAPIError", "TemprClient", "api_key_headers"]
 
 M = TypeVar("M", bound=BaseModel)
 _RETRY_STATUS = {429, 502, 503}
@@ -134,6 +135,12 @@ def _profile(model: type[BaseModel], profile: BaseModel | dict | None, fields: d
     merged = profile.model_dump(exclude_unset=True) if isinstance(profile, BaseModel) else dict(profile or {})
     merged.update(fields)
     return model.model_validate(merged).model_dump(mode="json", exclude_unset=True)
+
+
+def api_key_headers(api_key: str | None = None) -> dict[str, str]:
+    """`api_key`, else $TEMPR_API_KEY; nothing without either (a server in open mode)."""
+    key = api_key if api_key is not None else os.environ.get("TEMPR_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 class _Calls:
@@ -250,8 +257,16 @@ class TemprClient(_Calls):
         max_retries: int = 3,
         backoff_s: float = 0.5,
         transport: httpx.BaseTransport | None = None,
+        api_key: str | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
-        self._http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        self._http = httpx.Client(
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            headers=api_key_headers(api_key),
+            auth=auth,
+        )
         self.retry = _Retry(max_retries, backoff_s)
 
     def _send(self, call: _Call[M]) -> M:
@@ -289,8 +304,16 @@ class AsyncTemprClient(_Calls):
         max_retries: int = 3,
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
-        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            headers=api_key_headers(api_key),
+            auth=auth,
+        )
         self.retry = _Retry(max_retries, backoff_s)
 
     async def _send(self, call: _Call[M]) -> M:

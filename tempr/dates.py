@@ -54,6 +54,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any
 
+from tempr.spans import DisjointSpans
+
 __all__ = [
     "TimeRange",
     "find_time_ranges",
@@ -590,6 +592,7 @@ _RULES: list[_Rule] = [
     ),
 ]
 
+_CONTEXT_CHARS = 80  # enough for "the weekend prior to on " and some spacing
 _SINCE = _rx(r"\bsince\s+(?:the\s+)?$")
 _AROUND_DATE = _rx(
     r"\bthe\s+(?P<unit>day|week|weekend|month)\s+(?P<rel>before|after|of|prior\s+to)\s+(?:on\s+)?$"
@@ -609,11 +612,11 @@ def find_time_ranges(text: str, reference: datetime) -> list[TimeRange]:
     today = ref.date()
     candidates = _candidates(text, today, ref)
     chosen: list[TimeRange] = []
-    taken: list[tuple[int, int]] = []
+    taken = DisjointSpans()
     for cand in sorted(candidates, key=lambda c: (-(c.span[1] - c.span[0]), c.span[0])):
-        if any(cand.span[0] < e and s < cand.span[1] for s, e in taken):
+        if taken.overlaps(cand.span):
             continue
-        taken.append(cand.span)
+        taken.add(cand.span)
         chosen.append(cand)
     return [_widen(text, c, ref) for c in sorted(chosen, key=lambda c: c.span[0])]
 
@@ -682,7 +685,9 @@ def _candidates(text: str, today: date, ref: datetime) -> list[TimeRange]:
 
 def _widen(text: str, tr: TimeRange, ref: datetime) -> TimeRange:
     """Apply context the rules do not see: "since X" and "the week before X"."""
-    before = text[: tr.span[0]]
+    # Only the words just before matter; reading the whole prefix per expression would make
+    # a long text full of dates quadratic.
+    before = text[max(0, tr.span[0] - _CONTEXT_CHARS) : tr.span[0]]
     since = _SINCE.search(before) or tr.expression.lower().startswith("since")
     if since and tr.start <= ref:
         return replace(tr, end=max(tr.end, ref), relative=True)

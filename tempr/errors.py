@@ -5,8 +5,11 @@ TemprError
 ├── InvalidRequest      → 400
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
+│   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
+│   └── UnauthorizedEvent → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
-└── UpstreamLLMError    → 502
+├── UpstreamLLMError    → 502
+└── UpstreamModelError  → 502 (an embedding or rerank endpoint failed)
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ __all__ = [
     "InvalidRequest",
     "NotConfigured",
     "NotFound",
+    "PoisonRecord",
     "TemprError",
+    "UnauthorizedEvent",
     "UpstreamLLMError",
+    "UpstreamModelError",
 ]
 
 
@@ -43,6 +49,14 @@ class InvalidEvent(TemprError):
     """A stream record that cannot be decoded or validated."""
 
 
+class PoisonRecord(InvalidEvent):
+    """A record delivered more times than allowed without being materialized."""
+
+
+class UnauthorizedEvent(InvalidEvent):
+    """A control event (bank_deleted) that tempr's API did not sign."""
+
+
 class NotConfigured(TemprError):
     """The server lacks what the request needs (reflect without an LLM). Retrying the same
     server cannot help, so it is 501 rather than a 503 that clients would retry."""
@@ -50,6 +64,10 @@ class NotConfigured(TemprError):
 
 class UpstreamLLMError(TemprError):
     pass
+
+
+class UpstreamModelError(TemprError):
+    """A remote embedding or rerank endpoint failed or answered nonsense."""
 
 
 class ConsistencyTimeout(TemprError):

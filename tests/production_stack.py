@@ -26,19 +26,44 @@ import httpx
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 from tempr.streams.apache_kafka import ApacheKafka, cache_dir
 
-__all__ = ["COMMANDS", "WORKER_REPLICAS", "ExternalPostgres", "ProductionStack", "tempr_env"]
+__all__ = [
+    "COMMANDS",
+    "COMPOSE_ONLY_KAFKA_SASL",
+    "WORKER_REPLICAS",
+    "ExternalPostgres",
+    "ProductionStack",
+    "api_env",
+    "tempr_env",
+]
 
 # docker-compose.yml's services running tempr, and their commands.
 COMMANDS = {"migrate": ["tempr", "migrate"], "worker": ["tempr", "worker"], "api": ["tempr", "api"]}
 WORKER_REPLICAS = 2
 
 
-def tempr_env(database_url: str, bootstrap: str, models_dir: Path) -> dict[str, str]:
-    """What every tempr service gets (compose's `x-tempr-env`, its `${...}` defaults taken)."""
+# Compose's Kafka client variables (SASL PLAIN as user `tempr`) that the process stack does not
+# set: its Apache Kafka 2.3.0 listens in PLAINTEXT only (tests/integration/test_production_stack.py
+# lists them as its documented exceptions).
+COMPOSE_ONLY_KAFKA_SASL = {
+    "TEMPR_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+    "TEMPR_KAFKA_SASL_MECHANISM": "PLAIN",
+    "TEMPR_KAFKA_SASL_USERNAME": "tempr",
+    "TEMPR_KAFKA_SASL_PASSWORD": "",  # ${KAFKA_PASSWORD:?...}: required from .env
+}
+
+
+def tempr_env(
+    database_url: str, bootstrap: str, models_dir: Path, *, auth_pepper: str, control_key: str
+) -> dict[str, str]:
+    """What every tempr service gets (compose's `x-tempr-env`, its `${...}` defaults taken; the
+    secrets compose requires from `.env` passed in)."""
     return {
         "TEMPR_ENVIRONMENT": "production",
         "TEMPR_DATABASE_URL": database_url,
         "TEMPR_KAFKA_BOOTSTRAP": bootstrap,
+        "TEMPR_AUTH": "keys",
+        "TEMPR_AUTH_PEPPER": auth_pepper,
+        "TEMPR_CONTROL_KEY": control_key,
         "TEMPR_TOPIC_PARTITIONS": "24",
         "TEMPR_EMBEDDING_MODEL": PACKAGED_EMBEDDING_MODEL,
         "TEMPR_RERANKER_MODEL": "",
@@ -128,6 +153,9 @@ class ProductionStack:
     kafka: ApacheKafka | None = None
     postgres: ExternalPostgres | None = None
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    auth_pepper: str = field(default_factory=lambda: secrets.token_hex(32))
+    control_key: str = field(default_factory=lambda: secrets.token_hex(32))
+    api_key: str | None = None  # read and write on every bank, made with `tempr keys create`
 
     @property
     def base_url(self) -> str:
@@ -138,13 +166,14 @@ class ProductionStack:
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             self.kafka = ApacheKafka(self.root / "kafka", cache=cache_dir())
-            bootstrap = self.kafka.start()
+            self.kafka.start()
             self.postgres = ExternalPostgres(self.root / "postgres")
-            database_url = self.postgres.start()
-            env = tempr_env(database_url, bootstrap, self.root / "models")
+            self.postgres.start()
+            env = self.env()
             migrate = self._run("migrate", env)
             if migrate.wait(timeout) != 0:
                 raise RuntimeError(f"tempr migrate exited with {migrate.returncode}; see {self.root}")
+            self.api_key = self._create_key(env, timeout)
             for i in range(1, WORKER_REPLICAS + 1):
                 self._run("worker", env, name=f"worker-{i}")
             self._run("api", env | api_env("127.0.0.1", self.api_port))
@@ -155,7 +184,30 @@ class ProductionStack:
 
     def env(self) -> dict[str, str]:
         assert self.kafka and self.postgres
-        return tempr_env(self.postgres.url, self.kafka.bootstrap, self.root / "models")
+        return tempr_env(
+            self.postgres.url,
+            self.kafka.bootstrap,
+            self.root / "models",
+            auth_pepper=self.auth_pepper,
+            control_key=self.control_key,
+        )
+
+    def _create_key(self, env: dict[str, str], timeout: float) -> str:
+        """As an operator would with compose: `tempr keys create` on the database."""
+        tempr = str(Path(sys.executable).parent / "tempr")
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
+        inherited["HOME"] = str(self.root / "home")
+        done = subprocess.run(
+            [tempr, "keys", "create", "--name", "production-test", "--scopes", "read,write", "--banks", "*"],
+            env=inherited | env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"tempr keys create exited with {done.returncode}: {done.stderr[-2000:]}")
+        return done.stdout.strip().splitlines()[-1]
 
     def _run(self, service: str, env: dict[str, str], *, name: str | None = None) -> subprocess.Popen[bytes]:
         name = name or service
@@ -204,7 +256,7 @@ class ProductionStack:
 def main(argv: list[str]) -> int:
     stack = ProductionStack(Path(argv[0]).resolve())
     stack.start()
-    print(f"API on {stack.base_url}; Ctrl-C to stop", flush=True)
+    print(f"API on {stack.base_url} (key: {stack.api_key}); Ctrl-C to stop", flush=True)
     # Blocked only now: children started earlier must not inherit a mask that ignores SIGTERM.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:

@@ -18,6 +18,7 @@ from typing import Any
 
 from tempr.agents.extraction.sentences import sentence_spans
 from tempr.schemas.events import EntityMention
+from tempr.spans import DisjointSpans
 
 __all__ = [
     "MODEL_NAME",
@@ -26,6 +27,7 @@ __all__ = [
     "find_entities",
     "get_nlp",
     "merge_mentions",
+    "model_can_parse",
     "tokens_from_doc",
     "tokens_from_text",
 ]
@@ -98,10 +100,25 @@ def get_nlp() -> Any | None:
         return None
 
 
+# spaCy's tokenizer strips a token's affixes one character at a time, copying the rest each
+# time: quadratic in the token's length (10k emoji without a space took 30 s). No word is
+# this long, so a text holding such a run is read by the regex tokenizer instead.
+_MAX_WORD_CHARS = 100
+_LONG_WORD = re.compile(rf"\S{{{_MAX_WORD_CHARS + 1}}}")
+# The parser needs ~1 GB per 100k characters (spaCy's own warning): longer texts go the
+# regex way too, rather than exhausting the worker's memory.
+_MAX_MODEL_CHARS = 100_000
+
+
+def model_can_parse(text: str) -> bool:
+    """Whether spaCy reads ``text`` in bounded memory and linear time."""
+    return len(text) <= _MAX_MODEL_CHARS and _LONG_WORD.search(text) is None
+
+
 def find_entities(text: str, *, known_speakers: Sequence[str] = ()) -> list[EntityMention]:
     """Entity mentions of ``text``, deduplicated case-insensitively, in order of appearance."""
     nlp = get_nlp()
-    if nlp is None:
+    if nlp is None or not model_can_parse(text):
         return _heuristic_entities(text, tokens_from_text(text), known_speakers, taken=[])
     return entities_from_doc(nlp(text), known_speakers=known_speakers)
 
@@ -174,10 +191,11 @@ def _heuristic_spans(
     starts = {s for s, _ in sentence_spans(text)}
     speakers = {s.lower(): s for s in known_speakers if s}
     found: list[tuple[int, EntityMention]] = []
+    held = DisjointSpans(taken)
     for run in _capitalized_runs(tokens):
         first, last = run[0], run[-1]
         span = (first.idx, last.idx + len(last.text))
-        if any(span[0] < e and s < span[1] for s, e in taken):
+        if held.overlaps(span):
             continue
         name = _clean(text[span[0] : span[1]])
         if not _plausible(name):
@@ -234,8 +252,10 @@ def _name_like(tok: Token) -> bool:
 def _sentence_initial(idx: int, text: str, starts: set[int]) -> bool:
     if idx in starts:
         return True
-    before = text[:idx].rstrip()
-    return not before or before[-1] in "\"'\u201c\u2018(:-"
+    j = idx  # the character before the token, past any whitespace (no prefix copy)
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    return j == 0 or text[j - 1] in "\"'\u201c\u2018(:-"
 
 
 def _speaker_mentions(text: str, speakers: dict[str, str]) -> list[tuple[int, EntityMention]]:

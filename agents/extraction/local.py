@@ -19,8 +19,9 @@ cut chunk upserts the same facts instead of duplicating them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -30,6 +31,7 @@ from tempr.agents.extraction.entities import (
     find_entities,
     get_nlp,
     merge_mentions,
+    model_can_parse,
     tokens_from_doc,
     tokens_from_text,
 )
@@ -69,6 +71,9 @@ _QUANTIFIERS = {"all", "both", "each", "some", "many", "most", "none", "any", "e
 _BARE_AFTER = {"did", "does", "can", "could", "will", "would", "should", "shall", "may", "might", "must"}
 
 
+_LONGEST_EXPRESSION = 200  # characters; "between the 3rd of March and ..." is far shorter
+
+
 @dataclass(frozen=True)
 class _Turn:
     """What rewriting one message needs, bundled to keep signatures short."""
@@ -78,6 +83,33 @@ class _Turn:
     speaker: str | None
     other: str | None
     ranges: list[TimeRange]
+    # Sorted offsets, so each sentence finds its tokens and time expressions by bisection:
+    # a scan of the whole turn per sentence is quadratic on a long turn.
+    token_starts: list[int] = field(default_factory=list)
+    range_starts: list[int] = field(default_factory=list)
+    lowered: str = ""
+
+    @classmethod
+    def of(
+        cls, text: str, tokens: list[Token], speaker: str | None, other: str | None, ranges: list[TimeRange]
+    ) -> _Turn:
+        ranges = sorted(ranges, key=lambda r: r.span[0])
+        return cls(
+            text,
+            tokens,
+            speaker,
+            other,
+            ranges,
+            [t.idx for t in tokens],
+            [r.span[0] for r in ranges],
+            text.lower(),
+        )
+
+    def tokens_in(self, start: int, end: int) -> list[Token]:
+        return self.tokens[bisect_left(self.token_starts, start) : bisect_left(self.token_starts, end)]
+
+    def ranges_in(self, start: int, end: int) -> list[TimeRange]:
+        return self.ranges[bisect_left(self.range_starts, start) : bisect_left(self.range_starts, end)]
 
 
 def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
@@ -104,7 +136,12 @@ def facts_per_message(chunk: ChunkEvent) -> list[list[ExtractedFact]]:
     speakers = speakers_of(chunk.messages)
     nlp = get_nlp()
     texts = [m.content for m in chunk.messages]
-    docs: list[Any] = list(nlp.pipe(texts)) if nlp is not None else [None] * len(texts)
+    docs: list[Any] = [None] * len(texts)
+    if nlp is not None:
+        # A text spaCy cannot read in linear time goes the regex way (doc None).
+        parseable = [i for i, t in enumerate(texts) if model_can_parse(t)]
+        for i, doc in zip(parseable, nlp.pipe(texts[i] for i in parseable), strict=True):
+            docs[i] = doc
     return [facts_for_message(m, speakers, doc=doc) for m, doc in zip(chunk.messages, docs, strict=True)]
 
 
@@ -170,7 +207,7 @@ def facts_for_message(
     others = [s for s in speakers if s != speaker]
     other = others[0] if speaker and len(speakers) == 2 and len(others) == 1 else None
     tokens = tokens_from_doc(doc) if doc is not None else tokens_from_text(text)
-    turn = _Turn(text, tokens, speaker, other, find_time_ranges(text, reference))
+    turn = _Turn.of(text, tokens, speaker, other, find_time_ranges(text, reference))
     known = list(dict.fromkeys([*speakers, *([speaker] if speaker else [])]))
     if doc is not None:
         mentions = entities_from_doc(doc, known_speakers=known)
@@ -193,7 +230,7 @@ def _fact(
 ) -> ExtractedFact:
     body, first_person = _rewrite(turn, start, end)
     text = _attribute(body, turn) if turn.speaker else body
-    ranges = [r for r in turn.ranges if start <= r.span[0] < end]
+    ranges = turn.ranges_in(start, end)
     when = ranges[0] if ranges else None
     return ExtractedFact(
         fact_id=stable_id(message.bank_id, "fact", *_part_key(message), index),
@@ -284,12 +321,13 @@ def _entities_for(
 
 
 def _metadata(message: MessageEvent) -> dict[str, Any]:
-    meta = dict(message.metadata)
-    meta["message_event_id"] = str(message.event_id)
-    meta.setdefault("extractor", "local")
-    meta.setdefault("unit", "turn")
+    """The fact's own bookkeeping. The message's metadata stays with the message (journal,
+    `message_event_id`): copied into each of its facts it would multiply a large metadata by
+    the number of facts and overflow the facts event."""
+    meta: dict[str, Any] = {"message_event_id": str(message.event_id), "extractor": "local", "unit": "turn"}
+    meta.update({k: message.metadata[k] for k in ("part", "parts") if k in message.metadata})
     if message.speaker:
-        meta.setdefault("speaker", message.speaker)
+        meta["speaker"] = message.speaker
     return meta
 
 
@@ -301,7 +339,7 @@ def _rewrite(turn: _Turn, start: int, end: int) -> tuple[str, bool]:
 
     Returns the text and whether the speaker spoke about themselves in first person.
     """
-    tokens = [t for t in turn.tokens if start <= t.idx < end]
+    tokens = turn.tokens_in(start, end)
     notes = _date_notes(turn, tokens)
     words = [t.text for t in tokens]
     first_person = False
@@ -323,15 +361,21 @@ def _rewrite(turn: _Turn, start: int, end: int) -> tuple[str, bool]:
 def _date_notes(turn: _Turn, tokens: list[Token]) -> dict[int, str]:
     """Token index -> " (7 May 2023)" to insert after the last token of a relative phrase."""
     notes: dict[int, str] = {}
-    for tr in turn.ranges:
-        if not tr.relative:
+    if not tokens:
+        return notes
+    starts = [t.idx for t in tokens]
+    # Only expressions that can end within these tokens: starting before their end, and not
+    # long before their start (an expression spans a few words).
+    first = bisect_left(turn.range_starts, starts[0] - _LONGEST_EXPRESSION)
+    for tr in turn.ranges[first : bisect_left(turn.range_starts, tokens[-1].idx + 1)]:
+        if not tr.relative or tr.span[1] <= starts[0]:
             continue
-        last = [i for i, t in enumerate(tokens) if t.idx < tr.span[1]]
-        if not last or tokens[last[-1]].idx < tr.span[0]:
+        last = bisect_left(starts, tr.span[1]) - 1
+        if last < 0 or tokens[last].idx < tr.span[0]:
             continue
         label = format_time_range(tr)
-        if label.lower() not in turn.text.lower():
-            notes[last[-1]] = f" ({label})"
+        if label.lower() not in turn.lowered:
+            notes[last] = f" ({label})"
     return notes
 
 

@@ -77,8 +77,16 @@ _EMOJI = (
 
 # A run of terminal punctuation (including the unicode ellipsis), optional closing quotes or
 # brackets, optional emoji; OR a run of emoji on its own. Then whitespace.
-_BOUNDARY = re.compile(rf"(?:[.!?\u2026]+[\"'\u201d\u2019)\]]*[{_EMOJI}]*|[{_EMOJI}]+)(?=\s)")
-_WORD_BEFORE = re.compile(r"([\w.]+)$")
+# Linear time on any input: a match starts only at the start of a run (the lookbehinds) and
+# its runs never give back what they took (possessive quantifiers). Without both, a long run
+# not followed by whitespace is rescanned from each of its characters: quadratic, and 200k
+# emoji froze the worker for minutes.
+_BOUNDARY = re.compile(
+    rf"(?:(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019)\]]*+[{_EMOJI}]*+"
+    rf"|(?<![{_EMOJI}])[{_EMOJI}]++)(?=\s)"
+)
+# The word before a dot is read this far back at most (each look stays bounded).
+_WORD_WINDOW = 100
 _NEXT_CHAR = re.compile(r"\s*(\S)")
 
 
@@ -143,8 +151,10 @@ def _is_boundary(text: str, match: re.Match[str], limit: int) -> bool:
 
 
 def _dot_ends_sentence(text: str, dot: int, following: str) -> bool:
-    word_match = _WORD_BEFORE.search(text, 0, dot)
-    word = word_match.group(1) if word_match else ""
+    start = dot
+    while start > 0 and dot - start < _WORD_WINDOW and (text[start - 1].isalnum() or text[start - 1] in "._"):
+        start -= 1
+    word = text[start:dot]
     if word.lower().rstrip(".") in _ABBREVIATIONS:
         return False
     if len(word) == 1 and word.isupper():

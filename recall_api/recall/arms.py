@@ -17,7 +17,6 @@ from tempr.recall_api.recall.temporal import QueryWindow
 from tempr.store import recall as sql
 
 __all__ = [
-    "FALLBACK_MAX_UNITS",
     "ArmContext",
     "ArmHit",
     "ArmResult",
@@ -29,11 +28,6 @@ __all__ = [
     "temporal_arm",
 ]
 
-# A short index scan on a bank up to this size is retried exactly; beyond it the cost of a
-# full scan outweighs the rows a filtered HNSW pass may have missed.
-FALLBACK_MAX_UNITS = 200_000
-_GRAPH_SEED_MIN_SIMILARITY = 0.5
-_MAX_KEYWORD_TERMS = 64
 _WORD = re.compile(r"\w+")
 
 
@@ -47,6 +41,7 @@ class ArmContext:
     cfg: RecallConfig
     bank_size: int
     window: QueryWindow | None = None
+    ubiquitous_entities: tuple[UUID, ...] = ()  # see RecallConfig.ubiquitous_min_mentions
 
     @property
     def exact(self) -> bool:
@@ -54,7 +49,7 @@ class ArmContext:
 
     @property
     def ef_search(self) -> int:
-        return min(max(self.limit, 40), 1000)
+        return min(max(self.limit, self.cfg.ef_search_min), self.cfg.ef_search_max)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +71,7 @@ class ArmResult:
         return [h.unit_id for h in self.hits]
 
 
-def keyword_or_query(query: str) -> str:
+def keyword_or_query(query: str, max_terms: int = 64) -> str:
     """The query's words, then their other inflections, OR-ed in websearch syntax:
     ``"melanie or bought or buy or buys or buying"``.
 
@@ -87,7 +82,7 @@ def keyword_or_query(query: str) -> str:
     terms = dict.fromkeys(words)
     for word in words:
         terms.update(dict.fromkeys(word_forms(word)))
-    return " or ".join(list(terms)[:_MAX_KEYWORD_TERMS])
+    return " or ".join(list(terms)[:max_terms])
 
 
 async def semantic_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
@@ -95,20 +90,21 @@ async def semantic_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
     args: dict[str, Any] = {
         "limit": ctx.limit,
         "min_similarity": ctx.cfg.semantic_threshold,
+        "min_results": ctx.cfg.semantic_min_results,
         "filters": ctx.filters,
         "ef_search": ctx.ef_search,
     }
     rows = await sql.semantic_search(conn, ctx.bank_id, ctx.embedding, exact=ctx.exact, **args)
     note = "exact" if ctx.exact else "hnsw"
     fetched = rows[0]["fetched"] if rows else 0
-    if not ctx.exact and fetched < ctx.limit and ctx.bank_size <= FALLBACK_MAX_UNITS:
+    if not ctx.exact and fetched < ctx.limit and ctx.bank_size <= ctx.cfg.exact_fallback_max_units:
         rows = await sql.semantic_search(conn, ctx.bank_id, ctx.embedding, exact=True, **args)
         note = "hnsw+exact-fallback"
     return ArmResult("semantic", [ArmHit(r["id"], float(r["score"])) for r in rows], note=note)
 
 
 async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
-    or_query = keyword_or_query(ctx.keyword_text)
+    or_query = keyword_or_query(ctx.keyword_text, ctx.cfg.keyword_max_terms)
     if not or_query:
         return ArmResult("keyword", [], note="no terms")
     rows = await sql.keyword_search(
@@ -125,7 +121,7 @@ async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
         ctx.bank_id,
         ctx.embedding,
         seed_count=cfg.graph_seed_count,
-        seed_min_similarity=max(_GRAPH_SEED_MIN_SIMILARITY, cfg.semantic_threshold),
+        seed_min_similarity=max(cfg.graph_seed_min_similarity, cfg.semantic_threshold),
         entity_weight=cfg.graph_entity_weight,
         semantic_link_min=cfg.graph_semantic_link_min,
         causal_boost=cfg.graph_causal_boost,
@@ -135,7 +131,7 @@ async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
         filters=ctx.filters,
         exact=ctx.exact,
         ef_search=ctx.ef_search,
-        bank_size=ctx.bank_size,
+        ubiquitous_entities=ctx.ubiquitous_entities,
     )
     hits = [
         ArmHit(

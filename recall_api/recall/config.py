@@ -43,6 +43,9 @@ class RecallConfig(BaseModel):
     temporal: bool = True
 
     semantic_threshold: float = Field(default=0.3, ge=-1.0, le=1.0)  # cosine similarity floor
+    # The nearest few are candidates whatever their similarity: a question in words no fact
+    # uses still gets the closest facts, ranked by the same relevance, rather than nothing.
+    semantic_min_results: int = Field(default=5, ge=0)
     rrf_k: int = Field(default=60, ge=0)
     rerank_max_candidates: int = Field(default=300, ge=1)
     # Divisor applied to an arm's ranks before fusion: >1 favours the arm, <1 demotes it.
@@ -62,6 +65,12 @@ class RecallConfig(BaseModel):
 
     rerank: bool = True
     rerank_batch_size: int = Field(default=32, ge=1)
+    # Relevance without a cross-encoder: the query-fact cosine, plus `keyword_weight` times
+    # the fact's BM25 score over the best one's (lexical evidence on the same footing for
+    # every candidate, however it was found). "fused" spreads the fused (RRF) scores instead,
+    # which measure agreement between arms, not relevance.
+    relevance: Literal["cosine", "fused"] = "cosine"
+    keyword_weight: float = Field(default=0.25, ge=0.0)
 
     graph_seed_count: int = Field(default=20, ge=1)  # top semantic hits the graph expands from
     graph_entity_weight: float = Field(default=0.5, gt=0.0)  # inside tanh(shared * weight)
@@ -83,6 +92,24 @@ class RecallConfig(BaseModel):
     # Fused results considered for token packing, as a multiple of the budget limit.
     packing_pool_factor: int = Field(default=2, ge=1)
     default_max_tokens: int = Field(default=4096, ge=1)
+
+    # ── where the arms look, and how far ──
+    # A name is ubiquitous (a conversation's speakers, a personal bank's owner) when its
+    # entity is in at least `ubiquitous_share` of the bank's facts and in at least this many:
+    # it then tells no fact apart. The one rule for the query vector, the keyword query and
+    # the graph's entity links.
+    ubiquitous_min_mentions: int = Field(default=3, ge=1)
+    # A short index scan on a bank up to this size is retried exactly; beyond it the cost of
+    # a full scan outweighs the rows a filtered HNSW pass may have missed.
+    exact_fallback_max_units: int = Field(default=200_000, ge=0)
+    ef_search_min: int = Field(default=40, ge=1)  # HNSW ef_search = the limit, within these
+    ef_search_max: int = Field(default=1000, ge=1)
+    keyword_max_terms: int = Field(default=64, ge=1)  # query words and their inflections
+    graph_seed_min_similarity: float = Field(default=0.5, ge=-1.0, le=1.0)
+    # How close a fact must be to "<event>" in "before <event>" to date it, and how far back
+    # "before <event>" reaches (a year, the horizon of the recency signal).
+    event_anchor_min_similarity: float = Field(default=0.5, ge=-1.0, le=1.0)
+    event_before_days: float = Field(default=365.0, gt=0.0)
 
     @model_validator(mode="after")
     def _needs_an_arm(self) -> RecallConfig:
@@ -112,7 +139,7 @@ PRESETS: dict[str, RecallConfig] = {
     # Drops BM25; exposes how often exact names/terms rescue a query.
     "no-keyword": RecallConfig(keyword=False),
     # Keeps fusion order, scores with synthetic RRF-rank scores instead of a cross-encoder.
-    "no-rerank": RecallConfig(rerank=False),
+    "no-rerank": RecallConfig(rerank=False, relevance="fused"),
     # Plain ranking: no MMR, and facts repeating already-shown sources keep their place.
     "no-diversity": RecallConfig(diversify_sources=False, mmr_weight=1.0),
     # Names in most facts count like any word: in the query vector and in the keyword query.

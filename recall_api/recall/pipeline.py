@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,7 +62,9 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
         raise InvalidRequest(f"invalid 'after' token: {exc}") from None
     started = time.monotonic()
     deadline = started + timeout_s
-    while await sql.journal_head(pool) < seq or await messages.pending_up_to(pool, bank_id, seq):
+    # The bank's own head, not the journal's: how far other banks' messages got must not show
+    # through a wait (a token of another bank waits here until it times out).
+    while await messages.max_seq(pool, bank_id) < seq or await messages.pending_up_to(pool, bank_id, seq):
         if time.monotonic() >= deadline:
             raise ConsistencyTimeout(
                 f"bank {bank_id!r} has not materialized up to {token!r} within {timeout_s:g}s; "
@@ -71,18 +74,13 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
     return round((time.monotonic() - started) * 1000, 2)
 
 
-# A name counts as ubiquitous only in this many facts or more, so a small bank keeps its names.
-_MIN_UBIQUITOUS_MENTIONS = 10
-
-# How close a fact must be to "<event>" in "before <event>" to date it.
-_EVENT_MIN_SIMILARITY = 0.5
-
-
 async def _anchored(
-    pool: asyncpg.Pool, bank_id: str, anchor: EventAnchor, vector: Any, now: datetime
+    pool: asyncpg.Pool, bank_id: str, anchor: EventAnchor, vector: Any, now: datetime, cfg: RecallConfig
 ) -> QueryWindow | None:
-    row = await sql.event_date(pool, bank_id, vector, min_similarity=_EVENT_MIN_SIMILARITY)
-    return None if row is None else anchored_window(anchor, row["happened"], now)
+    row = await sql.event_date(pool, bank_id, vector, min_similarity=cfg.event_anchor_min_similarity)
+    if row is None:
+        return None
+    return anchored_window(anchor, row["happened"], now, before_days=cfg.event_before_days)
 
 
 class Scored:
@@ -153,6 +151,127 @@ async def _diversify(
     return ranked
 
 
+class _Laps:
+    """Milliseconds per stage, for the trace."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._clock = time.perf_counter()
+
+    def __call__(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = round((now - self._clock) * 1000, 2)
+        self._clock = now
+
+
+@dataclass(slots=True)
+class _Query:
+    """What the arms need from the question: its vector, keyword text and time window."""
+
+    shape: sql.BankShape
+    window: QueryWindow | None
+    keyword_text: str
+    without: str | None  # the question without ubiquitous names, when blended in
+    vector: np.ndarray | None
+
+
+async def _understand(
+    pool: asyncpg.Pool, embedder: Embedder, bank_id: str, req: RecallRequest, cfg: RecallConfig, now: datetime
+) -> _Query:
+    """Time window, ubiquitous names, and the query vector (blended when names were taken out)."""
+    window = query_window(req.query, now)
+    anchor = event_anchor(req.query) if window is None else None
+    needs_vector = anchor is not None or any(a != "keyword" for a in cfg.enabled_arms())
+    shape = await sql.bank_shape(
+        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
+    )
+    stripped = strip_names(req.query, shape.names) if shape.names else req.query  # once, for both uses
+    blending = needs_vector and cfg.query_as_asked_weight < 1.0
+    without = worth_embedding(req.query, stripped) if blending and shape.names else None
+    keyword_text = stripped if cfg.keyword_without_names else req.query
+    if not needs_vector:
+        return _Query(shape, window, keyword_text, without, None)
+    texts = [req.query] if anchor is None else [req.query, anchor.event]
+    vectors = await embedder.aencode([*texts, without] if without else texts)
+    vector = blend(vectors[0], vectors[-1], cfg.query_as_asked_weight) if without else vectors[0]
+    if anchor is not None:
+        window = await _anchored(pool, bank_id, anchor, vectors[1], now, cfg)
+    return _Query(shape, window, keyword_text, without, vector)
+
+
+async def _retrieve(
+    pool: asyncpg.Pool, bank_id: str, req: RecallRequest, cfg: RecallConfig, query: _Query
+) -> tuple[ArmContext, list[ArmResult]]:
+    ctx = ArmContext(
+        bank_id=bank_id,
+        keyword_text=query.keyword_text,
+        embedding=query.vector,
+        filters=_filters(req),
+        limit=budget_to_limit(req.budget),
+        cfg=cfg,
+        bank_size=query.shape.size,
+        window=query.window,
+        ubiquitous_entities=query.shape.entity_ids,
+    )
+    results = await asyncio.gather(*(run_arm(pool, a, ctx) for a in cfg.enabled_arms()))
+    return ctx, list(results)
+
+
+async def _hydrate(
+    pool: asyncpg.Pool, bank_id: str, survivors: list[fusion.Candidate], vector: np.ndarray | None
+) -> list[Scored]:
+    async with pool.acquire() as conn:
+        fetched = await sql.fetch_units(conn, bank_id, [c.unit_id for c in survivors], vector)
+    rows = {r["id"]: r for r in fetched}
+    return [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
+
+
+async def _rerank(
+    reranker: Reranker | None, query: str, items: list[Scored], cfg: RecallConfig, arms: list[ArmResult]
+) -> str:
+    """Relevance of each candidate: the cross-encoder's when there is one, else the
+    query-fact cosine with the keyword evidence added (`relevance="cosine"`), else the fused
+    scores spread out."""
+    cross_encoder = reranker if cfg.rerank else None
+    if (
+        cross_encoder is None
+        and cfg.relevance == "cosine"
+        and all(s.row["cosine"] is not None for s in items)
+    ):
+        lexical = scoring.relative_scores(next((r.hits for r in arms if r.arm == "keyword"), []))
+        for s in items:
+            cosine = max(float(s.row["cosine"]), 0.0)
+            s.rerank = cosine + cfg.keyword_weight * lexical.get(s.cand.unit_id, 0.0)
+        return "cosine+keyword" if lexical and cfg.keyword_weight else "cosine"
+    docs = [format_candidate(s.row["text"], s.when) for s in items]
+    scores, method = await rerank_scores(cross_encoder, query, docs, [s.cand.fused_score for s in items])
+    for s, score in zip(items, scores, strict=True):
+        s.rerank = score
+    return method
+
+
+async def _order(
+    pool: asyncpg.Pool, bank_id: str, items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext
+) -> list[Scored]:
+    """Boosts, then diversity: the final ranking."""
+    _apply_boosts(items, cfg, now, ctx)
+    ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
+    async with pool.acquire() as conn:
+        return await _diversify(conn, bank_id, ranked, cfg)
+
+
+def _pack(considered: list[Scored], max_tokens: int, cfg: RecallConfig) -> tuple[list[Scored], int]:
+    return pack_by_tokens(
+        considered,
+        lambda s: s.row["text"],
+        max_tokens,
+        sources_of=lambda s: s.row["source_message_ids"],
+        quotes=(lambda big, small: quotes(big.row["text"], small.row["text"]))
+        if cfg.diversify_sources
+        else None,
+    )
+
+
 async def run_recall(
     pool: asyncpg.Pool,
     embedder: Embedder,
@@ -163,94 +282,35 @@ async def run_recall(
     max_consistency_wait_s: float,
 ) -> RecallResponse:
     cfg = resolve_preset(req.preset)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now_ = time.perf_counter()
-        timings[stage] = round((now_ - clock) * 1000, 2)
-        clock = now_
-
+    lap = _Laps()
     if req.after is not None:
         await wait_for_consistency(pool, bank_id, req.after, timeout_s=max_consistency_wait_s)
         lap("consistency_wait")
 
     now = req.query_timestamp or datetime.now(UTC)
-    limit = budget_to_limit(req.budget)
-    window = query_window(req.query, now)
-    anchor = event_anchor(req.query) if window is None else None
-    arms = cfg.enabled_arms()
-    needs_vector = anchor is not None or any(a != "keyword" for a in arms)
-    bank_size, names = await sql.bank_size_and_ubiquitous_names(
-        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=_MIN_UBIQUITOUS_MENTIONS
-    )
-    stripped = strip_names(req.query, names) if names else req.query  # once, for both uses
-    blending = needs_vector and cfg.query_as_asked_weight < 1.0
-    without = worth_embedding(req.query, stripped) if blending and names else None
-    texts = [req.query] if anchor is None else [req.query, anchor.event]
-    vectors = await embedder.aencode([*texts, without] if without else texts) if needs_vector else None
-    if vectors is not None and without is not None:
-        vectors = np.vstack([blend(vectors[0], vectors[-1], cfg.query_as_asked_weight), *vectors[1:-1]])
+    query = await _understand(pool, embedder, bank_id, req, cfg, now)
     lap("embed")
-    if anchor is not None and vectors is not None:
-        window = await _anchored(pool, bank_id, anchor, vectors[1], now)
-        lap("event_anchor")
-
-    ctx = ArmContext(
-        bank_id=bank_id,
-        keyword_text=stripped if cfg.keyword_without_names else req.query,
-        embedding=None if vectors is None else vectors[0],
-        filters=_filters(req),
-        limit=limit,
-        cfg=cfg,
-        bank_size=bank_size,
-        window=window,
-    )
-    results: list[ArmResult] = list(await asyncio.gather(*(run_arm(pool, a, ctx) for a in arms)))
+    ctx, results = await _retrieve(pool, bank_id, req, cfg, query)
     lap("arms")
-
     boosts = {str(arm): boost for arm, boost in cfg.arm_boosts.items()}  # fusion keys arms by name
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
-
-    async with pool.acquire() as conn:
-        rows = {r["id"]: r for r in await sql.fetch_units(conn, bank_id, [c.unit_id for c in survivors])}
-    items = [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
+    items = await _hydrate(pool, bank_id, survivors, query.vector)
     lap("hydrate")
-
-    docs = [format_candidate(s.row["text"], s.when) for s in items]
-    scores, rerank_method = await rerank_scores(
-        reranker if cfg.rerank else None, req.query, docs, [s.cand.fused_score for s in items]
-    )
-    for s, score in zip(items, scores, strict=True):
-        s.rerank = score
+    rerank_method = await _rerank(reranker, req.query, items, cfg, results)
     lap("rerank")
-
-    _apply_boosts(items, cfg, now, ctx)
-    ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
-    async with pool.acquire() as conn:
-        ranked = await _diversify(conn, bank_id, ranked, cfg)
-    considered = ranked[: limit * cfg.packing_pool_factor]
+    ranked = await _order(pool, bank_id, items, cfg, now, ctx)
+    considered = ranked[: ctx.limit * cfg.packing_pool_factor]
     lap("boosts")
-
-    packed, tokens = pack_by_tokens(
-        considered,
-        lambda s: s.row["text"],
-        req.max_tokens,
-        sources_of=lambda s: s.row["source_message_ids"],
-        quotes=(lambda big, small: quotes(big.row["text"], small.row["text"]))
-        if cfg.diversify_sources
-        else None,
-    )
+    packed, tokens = _pack(considered, req.max_tokens, cfg)
     lap("packing")
-
     out = [build_result(s, req.include) for s in packed]
     if req.include.entities or req.include.chunks:
         async with pool.acquire() as conn:
             await attach_includes(conn, bank_id, out, req.include)
     lap("include")
+    timings = lap.timings
     timings["total"] = round(sum(timings.values()), 2)
 
     trace: dict[str, Any] | None = None
@@ -258,8 +318,8 @@ async def run_recall(
         trace = build_trace(
             preset=req.preset,
             query_timestamp=now,
-            window=window,
-            query_without_names=without,
+            window=query.window,
+            query_without_names=query.without,
             results=results,
             fused=fused,
             survivors=survivors,
@@ -272,12 +332,13 @@ async def run_recall(
             max_tokens=req.max_tokens,
             timings=timings,
         )
+    window = query.window
     return RecallResponse(
         bank_id=bank_id,
         query=req.query,
         results=out,
         tokens_used=tokens,
-        budget=RecallBudget(name=req.budget, limit=limit),
+        budget=RecallBudget(name=req.budget, limit=ctx.limit),
         temporal_window=TimeWindow(start=window.start, end=window.end) if window else None,
         trace=trace,
     )

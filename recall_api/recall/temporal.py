@@ -25,8 +25,6 @@ _ANCHOR = re.compile(
     r"\b(?P<word>before|after|since|until|prior to|following)\s+(?P<event>[^?.!;,]{4,120})", re.IGNORECASE
 )
 _AFTER_WORDS = {"after", "since", "following"}
-# How far back "before <event>" reaches: a year, the same horizon as the recency signal.
-_BEFORE_SPAN = timedelta(days=365)
 
 # width_bucket needs a non-empty range; a point in time becomes one second.
 _MIN_SPAN = timedelta(seconds=1)
@@ -71,11 +69,14 @@ def event_anchor(query: str) -> EventAnchor | None:
     return EventAnchor(direction, match.group("event").strip())
 
 
-def anchored_window(anchor: EventAnchor, event_date: datetime, reference: datetime) -> QueryWindow:
+def anchored_window(
+    anchor: EventAnchor, event_date: datetime, reference: datetime, *, before_days: float = 365.0
+) -> QueryWindow:
+    """The window before the event (``before_days`` up to it) or after it (up to ``reference``)."""
     when = event_date if event_date.tzinfo else event_date.replace(tzinfo=UTC)
     ref = reference if reference.tzinfo else reference.replace(tzinfo=UTC)
     if anchor.direction == "before":
-        start, end = when - _BEFORE_SPAN, when
+        start, end = when - timedelta(days=before_days), when
     else:
         start, end = when, max(ref, when + _MIN_SPAN)
     expression = f"{anchor.direction} {anchor.event} ({when:%-d %B %Y})"

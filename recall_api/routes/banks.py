@@ -9,12 +9,13 @@ from typing import Any
 from fastapi import APIRouter, Query, Response, status
 
 from tempr.errors import NotFound
+from tempr.recall_api.auth import PrincipalDep
 from tempr.recall_api.bank_profile import load_bank, merge_background
-from tempr.recall_api.deps import BankIdPath, OptionalLLMDep, PoolDep, PublisherDep
+from tempr.recall_api.deps import BankIdPath, OffsetQuery, OptionalLLMDep, PoolDep, PublisherDep
 from tempr.schemas.api import BankStats, ErrorBody
 from tempr.schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
 from tempr.schemas.events import BankDeleted
-from tempr.store import banks
+from tempr.store import bank_locks, banks
 from tempr.store.bank_stats import bank_stats
 from tempr.store.banks import to_bank
 
@@ -31,12 +32,15 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 
 @router.get("", response_model=BankPage, summary="List banks, by id")
 async def list_banks(
-    pool: PoolDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)
+    pool: PoolDep,
+    principal: PrincipalDep,
+    offset: OffsetQuery,
+    limit: int = Query(100, ge=1, le=1000),
 ) -> BankPage:
-    rows = await banks.list_banks(pool, limit=limit, offset=offset)
-    return BankPage(
-        items=[to_bank(r) for r in rows], total=await banks.count_banks(pool), limit=limit, offset=offset
-    )
+    visible = principal.visible_patterns()  # a key sees only its own banks
+    rows = await banks.list_banks(pool, limit=limit, offset=offset, visible=visible)
+    total = await banks.count_banks(pool, visible)
+    return BankPage(items=[to_bank(r) for r in rows], total=total, limit=limit, offset=offset)
 
 
 @router.put(
@@ -98,6 +102,7 @@ async def patch_bank(bank_id: BankIdPath, body: BankPatch, pool: PoolDep, llm: O
 async def delete_bank(bank_id: BankIdPath, pool: PoolDep, publisher: PublisherDep) -> BankDeletedOut:
     deleted_at = datetime.now(UTC)
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         if await banks.get_bank(conn, bank_id) is None:
             raise NotFound(f"bank {bank_id!r} does not exist")
         removed = await banks.delete_bank(conn, bank_id, deleted_at=deleted_at)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 
 from tempr.errors import NotFound
-from tempr.recall_api.deps import BankIdPath, PoolDep
+from tempr.recall_api.deps import BankIdPath, DocumentIdPath, OffsetQuery, PoolDep
 from tempr.schemas.api import Document, DocumentDeleted, DocumentPage, ErrorBody
-from tempr.store import documents
+from tempr.store import bank_locks, documents
 
 __all__ = ["router"]
 
@@ -18,8 +18,8 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["documents"])
 async def list_documents(
     bank_id: BankIdPath,
     pool: PoolDep,
+    offset: OffsetQuery,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
 ) -> DocumentPage:
     rows = await documents.list_documents(pool, bank_id, limit=limit, offset=offset)
     return DocumentPage(
@@ -37,10 +37,9 @@ async def list_documents(
     responses={404: {"model": ErrorBody, "description": "No such document in this bank"}},
     summary="Delete a document and every fact extracted from it",
 )
-async def delete_document(
-    bank_id: BankIdPath, pool: PoolDep, document_id: str = Path(min_length=1, max_length=256)
-) -> DocumentDeleted:
+async def delete_document(bank_id: BankIdPath, pool: PoolDep, document_id: DocumentIdPath) -> DocumentDeleted:
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         if await documents.document_hash(conn, bank_id, document_id) is None:
             raise NotFound(f"document {document_id!r} not found in bank {bank_id}")
         removed = await documents.delete_document(conn, bank_id, document_id, keep_row=False)

@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from tempr.errors import NotFound
-from tempr.recall_api.deps import BankIdPath, PoolDep
+from tempr.recall_api.deps import BankIdPath, OffsetQuery, PoolDep
 from tempr.schemas.api import Entity, EntityDetail, EntityFact, EntityPage, ErrorBody
 from tempr.store import entities
 
@@ -20,8 +20,8 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["entities"])
 async def list_entities(
     bank_id: BankIdPath,
     pool: PoolDep,
+    offset: OffsetQuery,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
 ) -> EntityPage:
     rows = await entities.list_entities(pool, bank_id, limit=limit, offset=offset)
     return EntityPage(

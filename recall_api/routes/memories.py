@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import asyncpg
 from fastapi import APIRouter, Query, status
 
-from tempr.recall_api.deps import BankIdPath, PoolDep, PublisherDep
+from tempr.recall_api.deps import BankIdPath, OffsetQuery, PoolDep, PublisherDep
 from tempr.schemas.api import (
     ConsistencyToken,
     Memory,
@@ -19,7 +19,7 @@ from tempr.schemas.api import (
 )
 from tempr.schemas.ids import content_hash
 from tempr.schemas.retain import to_message_event
-from tempr.store import banks, documents, memories
+from tempr.store import bank_locks, banks, documents, memories
 from tempr.streams.topics import MESSAGES
 
 __all__ = ["router", "to_message_event"]
@@ -77,6 +77,7 @@ async def _apply_document_versions(pool: asyncpg.Pool, bank_id: str, items: list
     if not contents:
         return unchanged
     async with pool.acquire() as conn, conn.transaction():
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         for document_id, parts in sorted(contents.items()):
             new_hash = content_hash(*parts)
             old_hash = await documents.document_hash(conn, bank_id, document_id)
@@ -94,8 +95,8 @@ async def _apply_document_versions(pool: asyncpg.Pool, bank_id: str, items: list
 async def list_memories(
     bank_id: BankIdPath,
     pool: PoolDep,
+    offset: OffsetQuery,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
     fact_type: str | None = Query(None, pattern="^(world|experience|opinion|observation)$"),
 ) -> MemoryPage:
     rows = await memories.list_units(pool, bank_id, limit=limit, offset=offset, fact_type=fact_type)

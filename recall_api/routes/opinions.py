@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from tempr.errors import NotFound
-from tempr.recall_api.deps import BankIdPath, PoolDep
+from tempr.recall_api.deps import BankIdPath, OffsetQuery, PoolDep
 from tempr.schemas.api import ErrorBody
 from tempr.schemas.reflect import Opinion, OpinionChange, OpinionPage
 from tempr.store import opinions
@@ -34,7 +34,7 @@ def _opinion(row: object, history: list[OpinionChange] | None = None) -> Opinion
 
 @router.get("", response_model=OpinionPage, summary="The bank's opinions, oldest first")
 async def list_opinions(
-    bank_id: BankIdPath, pool: PoolDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)
+    bank_id: BankIdPath, pool: PoolDep, offset: OffsetQuery, limit: int = Query(100, ge=1, le=1000)
 ) -> OpinionPage:
     rows = await opinions.list_opinions(pool, bank_id, limit=limit, offset=offset)
     return OpinionPage(

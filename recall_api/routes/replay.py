@@ -14,7 +14,7 @@ from tempr.errors import NotFound
 from tempr.recall_api.deps import BankIdPath, PublisherDep
 from tempr.schemas.api import ConsistencyToken, ErrorBody
 from tempr.schemas.operations import BankReplayRequest, BankReplayResponse
-from tempr.store import replay
+from tempr.store import bank_locks, replay
 from tempr.streams.topics import MESSAGES
 
 __all__ = ["router"]
@@ -41,6 +41,7 @@ async def replay_bank(
         if not await replay.bank_known(conn, bank_id):
             raise NotFound(f"bank {bank_id} not found")
         await replay.lock_bank_replay(conn, bank_id)
+        await bank_locks.lock_bank_for_rewrite(conn, bank_id)
         journaled = await replay.messages_to_replay(conn, bank_id, since)
         events = [event for _, event in journaled]
         cleared = await replay.clear_derived(conn, bank_id, [e.message_id for e in events])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tempr.cli import banks, ingest, mcp, memory, operations, services
+from tempr.cli import banks, ingest, keys, mcp, memory, operations, services
 
 __all__ = ["app", "main"]
 
@@ -20,6 +20,7 @@ memory.register(app)
 banks.register(app)
 mcp.register(app)
 operations.register(app)
+keys.register(app)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tempr.client import api_key_headers
 from tempr.conversations import read_conversations
 
 __all__ = ["ingest", "register"]
@@ -36,7 +37,7 @@ def ingest(
     total = sum(len(c.items) for c in conversations)
     base = url or default_url()
     started = time.monotonic()
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with httpx.Client(base_url=base, timeout=60, headers=api_key_headers()) as client:
         try:
             client.get("/health")
         except httpx.HTTPError as exc:

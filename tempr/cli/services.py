@@ -64,6 +64,15 @@ def up(
     database_url: Annotated[
         str | None, typer.Option(help="Use this Postgres (with pgvector) instead of the embedded one.")
     ] = None,
+    auth: Annotated[
+        bool | None, typer.Option("--auth", help="Require API keys (TEMPR_AUTH=keys); see README 'Security'.")
+    ] = None,
+    insecure: Annotated[
+        bool | None,
+        typer.Option(
+            "--insecure", help="Serve a non-loopback address without keys (something else checks access)."
+        ),
+    ] = None,
 ) -> None:
     """Run the whole system: Postgres+pgvector, a Kafka-protocol broker, the worker and the API.
 
@@ -86,9 +95,13 @@ def up(
             broker_port=broker_port,
             kafka_bootstrap=kafka_bootstrap,
             database_url=database_url,
+            auth="keys" if auth else None,
+            insecure=insecure,
         )
     )
+    _refuse_open_exposure(settings)
     logging.basicConfig(level=logging.WARNING)
+    _warn_if_exposed(settings)
     started = time.monotonic()
     supervisor = Supervisor(settings, say=lambda msg: console.print(f"[dim]·[/dim] {msg}"))
     try:
@@ -102,11 +115,30 @@ def up(
                 console.print(f"tempr could not start: {exc}", style="red", markup=False)
                 raise typer.Exit(1) from exc
         _print_endpoints(settings, health, time.monotonic() - started, supervisor.broker)
+        _print_access(settings, supervisor.bootstrap_key)
         supervisor.run_forever()
     finally:
         with console.status("stopping…"):
             supervisor.stop()
         console.print("tempr stopped")
+
+
+def _refuse_open_exposure(settings: Settings) -> None:
+    from tempr.keyring import OpenExposure, check_exposure
+
+    try:
+        check_exposure(settings)
+    except OpenExposure as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _warn_if_exposed(settings: Settings) -> None:
+    from tempr.recall_api.guards import exposure_warning
+
+    warning = exposure_warning(settings.host)
+    if warning and settings.auth == "open":
+        console.print(f"[bold red]WARNING:[/bold red] {warning}")
 
 
 def _print_endpoints(settings: Settings, health: dict, elapsed: float, supervisor_broker: object) -> None:
@@ -124,19 +156,37 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float, superviso
     console.print("Ctrl-C to stop.")
 
 
+def _print_access(settings: Settings, bootstrap_key: str | None) -> None:
+    if not settings.auth_required:
+        console.print(
+            f"[yellow]OPEN mode: no API keys; anyone who reaches {settings.host}:{settings.port} can read "
+            "and write every bank. `tempr up --auth` requires keys.[/yellow]"
+        )
+        return
+    console.print("API keys required (Authorization: Bearer <key>); `tempr keys --help` manages them.")
+    if bootstrap_key is not None:
+        console.print("First start with keys: the admin key for every bank, shown only this once:")
+        console.print(bootstrap_key, style="bold", markup=False, highlight=False, soft_wrap=True)
+
+
 def worker() -> None:
     """Run one stream worker (all agents). Needs TEMPR_DATABASE_URL and TEMPR_KAFKA_BOOTSTRAP."""
     require_server("worker")
     from tempr.agents.worker import run_worker
     from tempr.settings import get_settings
     from tempr.streams.admin import ensure_topics
+    from tempr.streams.kafka_security import kafka_client_options
 
     settings = get_settings()
     # Faust makes its directory inside, without parents: a fresh container has no data dir yet.
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # With no `tempr up` to create them (production), the catalog's topics are made here, with
     # the catalog's partitions, before Faust would declare them with its own defaults.
-    asyncio.run(ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0))
+    asyncio.run(
+        ensure_topics(
+            settings.bootstrap, settings.topic_partitions, timeout=120.0, **kafka_client_options(settings)
+        )
+    )
     run_worker(settings)
 
 
@@ -150,6 +200,8 @@ def api() -> None:
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level)
+    _refuse_open_exposure(settings)
+    _warn_if_exposed(settings)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from tempr.agents.extract_facts import facts_event
 from tempr.agents.extraction.local import extract_local
-from tempr.agents.segment_messages import Segmenter, split_long_item
-from tempr.schemas.events import MessageEvent
+from tempr.agents.segment_messages import Segmenter, chunk_fact_budget, split_long_item
+from tempr.schemas.events import GraphEvent, MessageEvent, encode_event
 from tempr.schemas.ids import stable_id
+from tempr.settings import Settings
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
+EMBEDDING_DIM = 384  # all-MiniLM-L6-v2, the packaged default
 
 
 def msg(
@@ -82,3 +85,51 @@ def test_long_document_is_cut_on_sentences_and_acked_once() -> None:
     assert {tuple(f.source_message_ids) for f in facts} == {("m1",)}
     assert len({f.fact_id for f in facts}) == len(facts)
     assert split_long_item(msg(2, conversation=None), 300) == [msg(2, conversation=None)]
+
+
+def test_a_long_conversation_turn_is_cut_into_parts_and_acked_once() -> None:
+    sentence = "Ann described the long hike across the northern ridge. "
+    long = msg(1, content=(sentence * 40).strip())
+    s = seg(turns=8, chars=1000)
+    out = s.add(long, "t", now=0)
+    assert len(out) >= 2 and all(o.tokens == [None] for o in out)  # the record is not acked yet
+    (last,) = s.flush_all()  # the last part waits for the conversation's next turns
+    out.append(last)
+    assert last.tokens == ["t"]
+    assert all(sum(len(m.content) for m in o.chunk.messages) <= 1000 for o in out)
+    assert " ".join(m.content for o in out for m in o.chunk.messages) == long.content
+
+
+def test_a_chunk_is_bounded_by_the_facts_it_can_yield() -> None:
+    s = Segmenter(max_turns=100, max_chars=100_000, idle_s=1.0, max_facts=10)
+    three = "Ann likes red apples. Bo buys green pears. Cy eats ripe plums."  # cost 4
+    assert s.add(msg(1, content=three), "t1", now=0) == []
+    assert s.add(msg(2, content=three), "t2", now=0) == []
+    (out,) = s.add(msg(3, content=three), "t3", now=0)  # 12 > 10: the first two go
+    assert [m.message_id for m in out.chunk.messages] == ["m1", "m2"]
+
+
+def test_no_derived_event_outgrows_the_broker() -> None:
+    """The worst chunk a 200 KB turn of tiny sentences can make, extracted and embedded, still
+    fits the broker's message size, as facts event and as graph event."""
+    settings = Settings()
+    budget = chunk_fact_budget(settings.max_message_bytes, EMBEDDING_DIM)
+    s = Segmenter(max_turns=8, max_chars=settings.chunk_max_chars, idle_s=1.0, max_facts=budget)
+    turn = ("Zorb blips quorn. " * 1_000).strip()  # chunks past the first are alike
+    chunks = [p.chunk for p in s.add(msg(1, content=turn), "t", now=0)] + [p.chunk for p in s.flush_all()]
+    assert len(chunks) > 3
+    worst = 0
+    for chunk in chunks:
+        facts = extract_local(chunk)
+        for fact in facts:
+            fact.embedding = [-0.012345678918063641] * EMBEDDING_DIM
+        event = facts_event(chunk, facts)
+        graph = GraphEvent(
+            bank_id=event.bank_id,
+            chunk_id=event.chunk_id,
+            chunk_text=event.chunk_text,
+            message_event_ids=event.message_event_ids,
+            facts=event.facts,
+        )
+        worst = max(worst, len(encode_event(chunk)), len(encode_event(event)), len(encode_event(graph)))
+    assert worst <= settings.max_message_bytes * 0.8

@@ -1,79 +1,111 @@
-"""Pure parts of the benchmarks: scoring, aggregation, percentiles, data loading."""
+"""The strict scores of the retrieval bench, pinned on hand-made rankings."""
 
 from __future__ import annotations
 
-import json
 import math
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from bench.common import percentile, summarize
-from bench.locomo_retrieval import (
-    Outcome,
-    Question,
-    aggregate,
-    evidence_recall,
-    last_session_date,
-    load_sample,
-    parse_evidence,
-    score_question,
-    take_within_budget,
+from bench.locomo_data import Question
+from bench.locomo_score import Outcome, Ranked, aggregate, score_ranking
+from bench.scoring import (
+    answer_recall,
+    cited_recall,
+    content_words,
+    distinct_turns,
+    pack,
+    turn_recall,
+    turns_in_rank_order,
 )
 
 
-def test_evidence_recall_counts_the_union_of_sources_in_the_top_k() -> None:
-    ranked = [["D1:1"], ["D1:2", "D1:3"], ["D2:1"], ["D1:1"]]
-    assert evidence_recall(ranked, ["D1:3", "D2:1"], 1) == 0.0
-    assert evidence_recall(ranked, ["D1:3", "D2:1"], 2) == 0.5
-    assert evidence_recall(ranked, ["D1:3", "D2:1"], 3) == 1.0
+def test_content_words_lowercase_alphanumeric_runs_without_the_fixed_stop_list() -> None:
+    assert content_words("Where did she go? To the LGBTQ support-group, in 2023!") == {
+        "go",
+        "lgbtq",
+        "support",
+        "group",
+        "2023",
+    }
+    assert content_words("Yes, it was not") == frozenset()
 
 
-def test_evidence_recall_with_fewer_results_than_k_and_without_k() -> None:
-    assert evidence_recall([["a"]], ["a", "b"], 20) == 0.5
-    assert evidence_recall([["a"], ["b"]], ["a", "b", "c", "d"]) == 0.5
-    assert evidence_recall([], ["a"], 5) == 0.0
+def test_answer_recall_compares_sets_of_content_words() -> None:
+    # "painting" twice in the answer counts once; words found in any packed text count.
+    assert answer_recall("painting, painting and pottery", ["I love pottery"]) == 0.5
+    assert answer_recall("painting and pottery", ["painting", "pottery class"]) == 1.0
+    assert answer_recall("Paris", []) == 0.0
+    assert answer_recall(2022, ["[8 May 2022] moved in 2022"]) == 1.0
+    assert answer_recall("yes", ["anything"]) is None
 
 
-def test_evidence_recall_ignores_duplicate_evidence_and_needs_some() -> None:
-    assert evidence_recall([["a"]], ["a", "a"], 5) == 1.0
+def test_pack_skips_what_does_not_fit_and_keeps_going() -> None:
+    assert pack([100, 3000, 1000, 10], 4096) == [0, 1, 3]
+    assert pack([1000, 3000, 100, 10], 4096) == [0, 1, 3]
+    assert pack([5000, 10], 4096) == [1]
+    assert pack([], 512) == []
+
+
+def test_turn_recall_counts_each_cited_turn_as_one_of_the_k_slots() -> None:
+    ranked = [("D1:1", "D1:2"), ("D1:2",), ("D1:3", "D1:4"), ("D2:1",)]
+    assert turns_in_rank_order(ranked, 3) == ["D1:1", "D1:2", "D1:3"]
+    # An exchange citing two turns uses two slots: D2:1 is the fifth distinct turn.
+    assert turn_recall(ranked, ["D2:1"], 4) == 0.0
+    assert turn_recall(ranked, ["D2:1"], 5) == 1.0
+    # A fact with more new turns than slots left fills only the slots left, in its order.
+    assert turn_recall(ranked, ["D1:4"], 3) == 0.0
+    assert turn_recall(ranked, ["D1:3", "D1:4"], 4) == 1.0
+    assert turn_recall([], ["D1:1"], 5) == 0.0
+
+
+def test_cited_recall_earns_every_source_of_the_top_k() -> None:
+    ranked = [("D1:1", "D1:2", "D1:3"), ("D2:1",)]
+    assert cited_recall(ranked, ["D1:3"], 1) == 1.0
+    assert turn_recall(ranked, ["D1:3"], 1) == 0.0  # where the strict score differs
+    assert cited_recall(ranked, ["D1:3", "D9:9"]) == 0.5
     with pytest.raises(ValueError):
-        evidence_recall([["a"]], [], 5)
+        cited_recall(ranked, [], 1)
 
 
-def test_take_within_budget_stops_at_the_first_turn_that_does_not_fit() -> None:
-    counts = [100, 3000, 1000, 10]
-    assert take_within_budget([0, 1, 2, 3], counts, max_tokens=4096) == [0, 1]
-    assert take_within_budget([2, 1, 0, 3], counts, max_tokens=4096) == [2, 1]
-    assert take_within_budget([1, 3], counts, max_tokens=3010) == [1, 3]
-    assert take_within_budget([1], counts, max_tokens=10) == []
+def test_distinct_turns_counts_turns_cited_by_the_top_results() -> None:
+    ranked = [("a", "b"), ("b",), ("c", "d", "e")] + [("f",)] * 20
+    assert distinct_turns(ranked, 2) == 2
+    assert distinct_turns(ranked, 10) == 6
 
 
-def test_score_question_reports_every_k_and_the_budget() -> None:
-    question = Question("conv", "q?", "1", ("a", "b"))
-    ranked = [["x"]] * 5 + [["a"]] + [["x"]] * 10 + [["b"]]
-    scores = score_question(question, ranked, [["a"], ["b"]])
-    assert scores == {"recall@5": 0.0, "recall@10": 0.5, "recall@20": 1.0, "recall@budget": 1.0}
+def test_score_ranking_gives_every_metric() -> None:
+    question = Question("conv", "Where does Ann paint?", "1", ("D1:5", "D2:1"), "in the garden studio")
+    long, longer = "filler " * 400, "filler " * 600  # 402 and 602 tokens
+    ranked = [Ranked((f"D1:{i}",), long if i == 1 else "filler") for i in range(1, 4)]
+    ranked.append(Ranked(("D1:4",), longer))  # does not fit in 512 after the first: skipped
+    ranked += [Ranked(("D1:5", "D1:6"), "Ann paints in her garden"), Ranked(("D2:1",), "a studio")]
+    scores = score_ranking(question, ranked)
+    assert scores["Rt@5"] == 0.5  # D1:5 is the fifth turn cited; D2:1 the seventh
+    assert scores["Rt@10"] == 1.0
+    assert scores["cited@5"] == 0.5 and scores["cited@10"] == 1.0
+    assert scores["turns@10"] == 7.0
+    assert scores["A@512"] == 1.0  # packing went on past the long turn: garden and studio
+    assert scores["A@1024"] == 1.0
+    assert scores["cited@budget"] == 1.0
+    without_studio = score_ranking(question, ranked[:-1])
+    assert without_studio["A@512"] == 0.5 and without_studio["Rt@20"] == 0.5
 
 
-def _outcome(category: str, value: float, latency: float) -> Outcome:
-    keys = ("recall@5", "recall@10", "recall@20", "recall@budget")
-    return Outcome(category, dict.fromkeys(keys, value), latency)
+def _outcome(category: str, value: float | None, latency: float) -> Outcome:
+    return Outcome(category, {"Rt@10": value, "A@512": value, "A@1024": value}, latency)
 
 
-def test_aggregate_averages_per_question_overall_and_by_category() -> None:
-    result = aggregate([_outcome("1", 1.0, 10), _outcome("1", 0.0, 20), _outcome("4", 0.5, 30)])
+def test_aggregate_averages_per_question_overall_and_by_category_skipping_unscorable() -> None:
+    result = aggregate([_outcome("1", 1.0, 10), _outcome("1", 0.0, 20), _outcome("4", None, 30)])
     overall = result["overall"]
-    assert overall["recall@10"] == pytest.approx(0.5)
-    assert overall["n"] == 3
+    assert overall["Rt@10"] == pytest.approx(0.5)  # the None is not a zero
+    assert overall["n"] == 3 and overall["n_answer_scored"] == 2
     assert overall["latency_ms_p50"] == 20
-    assert result["by_category"]["1"]["recall@5"] == 0.5
-    assert result["by_category"]["4"]["recall@budget"] == 0.5
+    assert result["by_category"]["1"]["A@1024"] == 0.5
+    assert math.isnan(result["by_category"]["4"]["A@512"])
     assert set(result["by_category"]) == {"1", "2", "3", "4"}
-    empty = result["by_category"]["2"]
-    assert empty["n"] == 0 and math.isnan(empty["recall@10"])
-    assert set(empty) == set(overall)
+    assert math.isnan(result["by_category"]["2"]["Rt@10"])
 
 
 def test_percentile_interpolates_linearly_like_numpy() -> None:
@@ -92,53 +124,3 @@ def test_summarize_gives_median_p95_min_max() -> None:
     assert summary["median"] == 50.5
     assert summary["p95"] == pytest.approx(95.05)
     assert (summary["min"], summary["max"], summary["n"]) == (1.0, 100.0, 100)
-
-
-def test_parse_evidence_splits_joined_ids_and_drops_unknown_ones() -> None:
-    known = {"D8:6", "D9:17", "D1:1"}
-    assert parse_evidence(["D8:6; D9:17"], known) == (["D8:6", "D9:17"], [])
-    assert parse_evidence(["D1:1", "D", "D:11:26", "D1:1"], known) == (["D1:1"], ["D", "D:11:26"])
-    assert parse_evidence([], known) == ([], [])
-
-
-def _locomo(tmp_path: Path) -> Path:
-    data = {
-        "speaker_a": "Ann",
-        "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a photo of a cat"},
-        ],
-        "session_2_date_time": "9:00 am on 20 June, 2023",
-        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "The cat is called Tom."}],
-        "session_3_date_time": "9:00 am on 1 July, 2023",
-        "session_3": [],
-        "session_1_summary": "never read",
-        "qa": [
-            {"question": "What pet?", "answer": "cat", "evidence": ["D1:1"], "category": 4},
-            {"question": "Name?", "answer": "Tom", "evidence": ["D2:1; D1:1"], "category": 1},
-            {"question": "Unanswerable?", "evidence": ["D1:1"], "category": 5},
-            {"question": "No evidence?", "answer": "x", "evidence": [], "category": 3},
-            {"question": "Bad evidence?", "answer": "x", "evidence": ["D"], "category": 2},
-        ],
-    }
-    path = tmp_path / "conv-1.json"
-    path.write_text(json.dumps(data))
-    return path
-
-
-def test_last_session_date_ignores_empty_sessions(tmp_path: Path) -> None:
-    data = json.loads(_locomo(tmp_path).read_text())
-    assert last_session_date(data) == datetime(2023, 6, 20, 9, 0, tzinfo=UTC)
-
-
-def test_load_sample_keeps_scorable_questions_and_raw_turns(tmp_path: Path) -> None:
-    sample = load_sample(_locomo(tmp_path))
-    assert sample.bank == "locomo-conv-1"
-    assert [t.dia_id for t in sample.turns] == ["D1:1", "D1:2", "D2:1"]
-    assert sample.turns[1].text == "Bob: Nice! [shares a photo: a photo of a cat]"
-    assert [(q.category, q.evidence) for q in sample.questions] == [("4", ("D1:1",)), ("1", ("D2:1", "D1:1"))]
-    assert sample.skipped_questions == 2
-    assert sample.dropped_evidence_ids == ["D"]
-    assert sample.query_timestamp == datetime(2023, 6, 20, 9, 0, tzinfo=UTC)

@@ -86,3 +86,27 @@ def test_settings_choose_the_reranker() -> None:
     local = get_reranker("some/cross-encoder", device="cuda")
     assert local is not None and local.method == "cross-encoder:some/cross-encoder"
     assert local.device == "cuda"  # type: ignore[attr-defined]  # not loaded: nothing runs on it
+
+
+async def test_a_failing_model_endpoint_is_a_502() -> None:
+    import httpx
+    from fastapi import FastAPI
+
+    from tempr.recall_api.errors import install_error_handlers
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/rerank")
+    async def rerank() -> None:
+        raise RerankServiceError("rerank endpoint http://x/rerank answered 500: boom")
+
+    @app.get("/embed")
+    async def embed() -> None:
+        raise EmbeddingServiceError("embedding endpoint http://x/v1/embeddings unreachable")
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        for path in ("/rerank", "/embed"):
+            answer = await client.get(path)
+            assert answer.status_code == 502
+            assert "endpoint http://x/" in answer.json()["detail"]

@@ -12,6 +12,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from tempr.schemas.events import BankDeleted, MessageEvent, encode_event
+from tempr.streams.control import control_key, sign_tombstone
 from tempr.streams.runtime import Supervisor
 from tempr.streams.topics import MESSAGES, conversation_key
 from tests.conftest import async_wait_until
@@ -146,7 +147,9 @@ async def test_tombstone_from_the_log_removes_the_bank(
     producer = AIOKafkaProducer(bootstrap_servers=stack.settings.bootstrap, enable_idempotence=False)
     await producer.start()
     try:
-        tombstone = BankDeleted(bank_id=bank, deleted_at=datetime.now(UTC))
+        tombstone = sign_tombstone(
+            BankDeleted(bank_id=bank, deleted_at=datetime.now(UTC)), control_key(stack.settings)
+        )
         await producer.send_and_wait(MESSAGES.name, encode_event(tombstone), key=conversation_key(bank, None))
     finally:
         await producer.stop()

@@ -1,4 +1,5 @@
-"""Which journal entries the sweeper re-publishes: never a publish still in flight."""
+"""Which journal entries the sweeper re-publishes: never a publish still in flight, never an
+entry still queued for the segmenter, never a parked one."""
 
 from __future__ import annotations
 
@@ -27,34 +28,45 @@ def _event(bank: str, message_id: str) -> MessageEvent:
 async def test_only_entries_unpublished_past_the_grace_or_overdue_are_due(
     db: asyncpg.Pool, bank: str
 ) -> None:
-    just_journaled, long_unpublished, published, overdue = (_event(bank, f"m{i}") for i in range(4))
+    just_journaled, long_unpublished, published, overdue, queued, parked = (
+        _event(bank, f"m{i}") for i in range(6)
+    )
     async with db.acquire() as conn:
         # Never committed: the running stack's own sweeper cannot see (or take) these rows.
         tx = conn.transaction()
         await tx.start()
         try:
-            await messages.journal_messages(conn, [just_journaled, long_unpublished, published, overdue])
+            await messages.journal_messages(
+                conn, [just_journaled, long_unpublished, published, overdue, queued, parked]
+            )
             await conn.execute(
                 "UPDATE messages SET received_at = now() - interval '60 seconds' WHERE id = $1",
                 long_unpublished.event_id,
             )
-            await messages.mark_published(conn, [published.event_id, overdue.event_id])
-            await conn.execute(
-                "UPDATE messages SET published_at = now() - interval '200 seconds' WHERE id = $1",
-                overdue.event_id,
+            await messages.mark_published(
+                conn, [published.event_id, overdue.event_id, queued.event_id, parked.event_id]
             )
+            # Overdue: the segmenter received it, then it stalled downstream. Queued: published
+            # as long ago, never received yet (a backlog, or an outage): still in progress.
+            await conn.execute(
+                "UPDATE messages SET published_at = now() - interval '200 seconds',"
+                " attempts = CASE WHEN id = $1 THEN 1 ELSE 0 END WHERE id = ANY($2::uuid[])",
+                overdue.event_id,
+                [overdue.event_id, queued.event_id, parked.event_id],
+            )
+            await conn.execute("UPDATE messages SET parked_at = now() WHERE id = $1", parked.event_id)
 
             async def due(older_than_s: float, unpublished_after_s: float) -> set[uuid.UUID]:
                 rows = await messages.due_for_redelivery(
                     conn, older_than_s=older_than_s, unpublished_after_s=unpublished_after_s
                 )
-                return {e.event_id for _, e in rows if e.bank_id == bank}
+                return {e.event_id for e in rows if e.payload["bank_id"] == bank}
 
             # The sweeper: a publish may still be in flight for 30 s; published ones wait 120 s.
             assert await due(120, 30) == {long_unpublished.event_id, overdue.event_id}
-            # Start-up with an empty embedded broker: everything not yet materialized.
+            # Start-up with an empty embedded broker: everything not yet materialized or parked.
             assert await due(0, 0) == {
-                e.event_id for e in (just_journaled, long_unpublished, published, overdue)
+                e.event_id for e in (just_journaled, long_unpublished, published, overdue, queued)
             }
         finally:
             await tx.rollback()

@@ -11,6 +11,7 @@ import pytest
 from tempr.errors import ConsistencyTimeout, InvalidRequest
 from tempr.recall_api.main import create_app
 from tempr.recall_api.recall.pipeline import wait_for_consistency
+from tempr.store.messages import max_seq
 from tempr.store.recall import journal_head
 from tempr.streams.runtime import Supervisor
 
@@ -20,9 +21,21 @@ FAR_FUTURE = "j999999999999"
 
 
 async def test_token_already_materialized_returns_at_once(db: asyncpg.Pool, bank: str) -> None:
-    head = await journal_head(db)
+    head = await max_seq(db, bank)
     waited_ms = await wait_for_consistency(db, bank, f"j{head}", timeout_s=5)
     assert waited_ms < 1000
+
+
+async def test_another_banks_token_is_waited_on_not_trusted(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    """How far the journal got for other banks must not show through this bank's wait."""
+    other = api.post(f"/v1/banks/{bank}-other/memories", json={"items": [{"content": "Elsewhere."}]})
+    assert other.status_code == 202, other.text
+    head = await journal_head(db)
+    assert head > await max_seq(db, bank)
+    with pytest.raises(ConsistencyTimeout):
+        await wait_for_consistency(db, bank, f"j{head}", timeout_s=0.3)
 
 
 async def test_future_token_times_out(db: asyncpg.Pool, bank: str) -> None:
@@ -42,7 +55,7 @@ async def test_endpoint_maps_timeout_to_504(stack: Supervisor, bank: str) -> Non
     app = create_app(stack.settings.model_copy(update={"max_consistency_wait_s": 0.3}))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://tempr") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             r = await client.post(f"/v1/banks/{bank}/recall", json={"query": "anything", "after": FAR_FUTURE})
     assert r.status_code == 504
     assert FAR_FUTURE in r.json()["detail"]

@@ -11,6 +11,7 @@ from tempr.recall_api.recall.arms import keyword_or_query
 from tempr.recall_api.recall.inflections import word_forms
 from tempr.recall_api.recall.temporal import query_window
 from tempr.schemas.recall import RecallRequest
+from tempr.settings import get_settings
 from tempr.store.recall import RecallFilters, compile_filters
 
 REF = datetime(2024, 7, 15, 12, tzinfo=UTC)
@@ -43,6 +44,7 @@ def test_word_forms() -> None:
 
 def test_keyword_query_caps_terms() -> None:
     assert keyword_or_query(" ".join(f"w{i}" for i in range(500))).count(" or ") == 63
+    assert keyword_or_query(" ".join(f"w{i}" for i in range(500)), max_terms=5).count(" or ") == 4
 
 
 def test_filters_compile_to_bound_fragments() -> None:
@@ -95,7 +97,7 @@ def test_request_defaults_and_limits() -> None:
     assert (req.include.chunks, req.include.max_chunk_tokens, req.include.entities) == (False, 8192, False)
     for bad in (
         {"query": ""},
-        {"query": "x" * 2001},
+        {"query": "x" * (get_settings().max_query_chars + 1)},
         {"query": "x", "max_tokens": 0},
         {"query": "x", "types": ["fact"]},
         {"query": "x", "query_timestamp": "2024-01-01T00:00:00"},
@@ -118,3 +120,5 @@ def test_event_anchor_and_anchored_window() -> None:
     assert (w.start, w.end) == (datetime(2022, 6, 1, tzinfo=UTC), when)
     after = anchored_window(event_anchor("after the move"), when, REF)  # type: ignore[arg-type]
     assert after.start == when and after.end == max(REF, when)
+    month = anchored_window(anchor, when, REF, before_days=30)
+    assert (month.start, month.end) == (datetime(2023, 5, 2, tzinfo=UTC), when)

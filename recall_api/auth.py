@@ -1,0 +1,174 @@
+"""Who may call which route on which bank: one dependency on every router, one policy table.
+
+Every route is listed in `POLICY` with the scope it needs; a route missing from the table is
+refused (fail closed), and a test checks the table against the app's routes. The bank is the
+route's `{bank_id}`: a key that may not see it gets 403 whether or not the bank exists, so
+neither 401 nor 403 tells a caller anything about other tenants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from fastapi import Depends, HTTPException, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tempr.access import OPEN, Principal
+from tempr.access import Scope as KeyScope
+from tempr.keyring import authenticate
+from tempr.recall_api.mcp_server import FORWARDED_AUTHORIZATION
+from tempr.recall_api.rate_limit import RateLimiter
+
+__all__ = [
+    "FORWARDED_AUTHORIZATION",
+    "POLICY",
+    "McpAuth",
+    "PrincipalDep",
+    "Rule",
+    "authorize",
+    "principal_of",
+]
+
+Limit = Literal["retain", "recall"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    scope: KeyScope | None  # None: open to anyone (health)
+    every_bank: bool = False  # the key must reach every bank ('*'): keys, audit, metrics
+    limit: Limit | None = None
+
+
+_R, _W, _A = KeyScope.READ, KeyScope.WRITE, KeyScope.ADMIN
+_B = "/v1/banks/{bank_id}"
+
+POLICY: dict[tuple[str, str], Rule] = {
+    ("GET", "/health"): Rule(None),
+    ("GET", "/metrics"): Rule(_A, every_bank=True),
+    ("GET", "/v1/banks"): Rule(_R),  # lists only the banks the key sees
+    ("GET", _B): Rule(_R),
+    ("PUT", _B): Rule(_A),
+    ("PATCH", _B): Rule(_A),
+    ("DELETE", _B): Rule(_A),
+    ("GET", f"{_B}/stats"): Rule(_R),
+    ("POST", f"{_B}/memories"): Rule(_W, limit="retain"),
+    ("GET", f"{_B}/memories"): Rule(_R),
+    ("POST", f"{_B}/recall"): Rule(_R, limit="recall"),
+    ("POST", f"{_B}/reflect"): Rule(_W),  # forms opinions
+    ("GET", f"{_B}/entities"): Rule(_R),
+    ("GET", f"{_B}/entities/{{entity_id}}"): Rule(_R),
+    ("GET", f"{_B}/documents"): Rule(_R),
+    ("DELETE", f"{_B}/documents/{{document_id}}"): Rule(_W),
+    ("GET", f"{_B}/opinions"): Rule(_R),
+    ("GET", f"{_B}/opinions/{{opinion_id}}"): Rule(_R),
+    ("POST", f"{_B}/replay"): Rule(_A),
+    ("GET", "/v1/dead-letters"): Rule(_A),  # lists only letters of banks the key sees
+    ("POST", "/v1/dead-letters/{letter_id}/replay"): Rule(_A),  # the letter's bank checked there
+    ("GET", "/v1/keys"): Rule(_A, every_bank=True),
+    ("POST", "/v1/keys"): Rule(_A, every_bank=True),
+    ("DELETE", "/v1/keys/{key}"): Rule(_A, every_bank=True),
+    ("GET", "/v1/audit"): Rule(_A),  # rows of the banks the key sees
+}
+
+
+def _unauthorized(detail: str) -> HTTPException:
+    return HTTPException(401, detail, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def principal_of(request: Request) -> Principal:
+    """The caller: OPEN in open mode, else the key in `Authorization: Bearer` (401 if none)."""
+    cached = getattr(request.state, "principal", None)
+    if cached is not None:
+        return cached
+    app_state = request.app.state
+    if not app_state.settings.auth_required:
+        principal = OPEN
+    else:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise _unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
+        found = await authenticate(app_state.pool, token.strip(), app_state.pepper)
+        if found is None:
+            raise _unauthorized("the API key is not valid (unknown, revoked or expired)")
+        principal = found
+    request.state.principal = principal
+    return principal
+
+
+def _limiter(request: Request) -> RateLimiter:
+    return request.app.state.rate_limiter
+
+
+async def authorize(request: Request) -> None:
+    """The dependency every router carries."""
+    route = request.scope.get("route")
+    template = getattr(route, "path", request.url.path)
+    rule = POLICY.get((request.method, template))
+    if rule is None:
+        raise HTTPException(403, f"no access rule for {request.method} {template}")
+    if rule.scope is None:
+        return
+    principal = await principal_of(request)
+    if not principal.has(rule.scope):
+        raise HTTPException(403, f"this key lacks the {rule.scope.value!r} scope")
+    if rule.every_bank and not principal.all_banks:
+        raise HTTPException(403, "this needs a key for every bank ('*')")
+    bank_id = request.path_params.get("bank_id")
+    if bank_id is not None and not principal.sees(bank_id):
+        raise HTTPException(403, f"this key may not use bank {bank_id!r}")
+    if rule.limit is not None:
+        wait = _limiter(request).take(principal, rule.limit)
+        if wait is not None:
+            raise HTTPException(
+                429,
+                f"rate limit of this key for {rule.limit} reached; retry in {wait:.1f}s",
+                headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+            )
+    if rule.scope is KeyScope.ADMIN and request.method != "GET":  # reads (metrics scrapes) are not actions
+        request.state.audit = {
+            "actor": principal.name,
+            "action": f"{request.method} {template}",
+            "bank": bank_id,
+        }
+
+
+PrincipalDep = Annotated[Principal, Depends(principal_of)]
+
+
+class McpAuth:
+    """ASGI: `/mcp` (a plain Starlette route, outside FastAPI's dependencies) needs a valid key.
+
+    The MCP tools call the API in-process; FORWARDED_AUTHORIZATION carries the caller's own key
+    to every route a tool calls, so each tool is checked with the caller's scopes and banks."""
+
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        try:
+            await principal_of(request)
+        except HTTPException as exc:
+            await _json_error(send, exc)
+            return
+        token = FORWARDED_AUTHORIZATION.set(request.headers.get("authorization"))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            FORWARDED_AUTHORIZATION.reset(token)
+
+
+async def _json_error(send: Send, exc: HTTPException) -> None:
+    import json
+
+    body = json.dumps({"detail": exc.detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in (exc.headers or {}).items()]
+    await send({"type": "http.response.start", "status": exc.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
