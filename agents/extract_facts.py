@@ -13,12 +13,13 @@ from typing import Any
 
 import faust
 
-from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, encode_event
+from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, MessageEvent, encode_event
+from tempr.store import messages
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["SPEC", "Extractor", "chunk_text", "embedding_text", "facts_event", "register"]
+__all__ = ["SPEC", "Extractor", "chunk_text", "embedding_text", "facts_event", "read_history", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,22 @@ async def embed_facts(embedder: Any, facts: Sequence[ExtractedFact]) -> None:
         fact.embedding = vector.tolist()
 
 
+async def read_history(pool: Any, chunk: ChunkEvent) -> list[MessageEvent] | None:
+    """The conversation's turns from the journal around the chunk (every turn is journaled
+    before it is chunked), so a reply meets the turn it answers across chunk boundaries."""
+    if not chunk.conversation_id:
+        return None
+    from tempr.agents.extraction.local import SPEAKER_WINDOW
+
+    return await messages.conversation_history(
+        pool,
+        chunk.bank_id,
+        chunk.conversation_id,
+        [m.event_id for m in chunk.messages],
+        before=SPEAKER_WINDOW - 1,
+    )
+
+
 def choose_extractor(ctx: WorkerContext) -> Extractor:
     from tempr.agents.extraction.local import extract_local
 
@@ -70,9 +87,10 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
     one_at_a_time = asyncio.Lock()  # spaCy's pipeline is not shared across threads
 
     async def local(chunk: ChunkEvent) -> list[ExtractedFact]:
+        history = await read_history(ctx.db, chunk)
         # CPU-bound (spaCy): off the event loop so timers and commits keep running.
         async with one_at_a_time:
-            return await asyncio.to_thread(extract_local, chunk)
+            return await asyncio.to_thread(extract_local, chunk, history)
 
     return local
 

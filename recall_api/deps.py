@@ -11,9 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from tempr.errors import NotConfigured
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
+from tempr.limits import limits
 from tempr.schemas.ids import BANK_ID_PATTERN
 from tempr.schemas.limits import SafeText
-from tempr.settings import Settings, limits
+from tempr.settings import Settings
 from tempr.streams.publisher import Publisher
 
 __all__ = [

@@ -9,8 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tempr.limits import limits
 from tempr.schemas.limits import Content, Metadata, SafeText, Tags, Timestamp
-from tempr.settings import limits
 
 __all__ = [
     "ConsistencyToken",

@@ -65,6 +65,9 @@ class BankConfig(BaseModel):
     observations: bool | None = Field(
         default=None, description="Whether facts are consolidated into observations (default true)."
     )
+    graph_retriever: Literal["bfs", "mpfp"] | None = Field(
+        default=None, description="Recall's graph arm for this bank when a request does not choose."
+    )
 
 
 class BankIn(BaseModel):

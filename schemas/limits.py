@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime
 
-from tempr.settings import limits
+from tempr.limits import limits
 
 __all__ = [
     "Content",

@@ -92,6 +92,11 @@ class RecallRequest(BaseModel):
         default=None, max_length=32, description="Consistency token (`j<seq>`) from a retain."
     )
     preset: SafeText = Field(default="default", max_length=64, description="Named RecallConfig preset.")
+    graph_retriever: Literal["bfs", "mpfp"] | None = Field(
+        default=None,
+        description="Graph arm: bfs (spreading activation) or mpfp (meta-path forward push); "
+        "default: the bank's config, else the preset's.",
+    )
 
 
 class RecallScores(BaseModel):

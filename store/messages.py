@@ -15,6 +15,7 @@ __all__ = [
     "DueEntry",
     "Receipt",
     "bank_messages",
+    "conversation_history",
     "due_for_redelivery",
     "journal_from_log",
     "journal_messages",
@@ -210,3 +211,39 @@ async def bank_messages(
         limit,
     )
     return [(r["seq"], MessageEvent.model_validate(r["payload"])) for r in rows]
+
+
+async def conversation_history(
+    conn: asyncpg.Connection | asyncpg.Pool,
+    bank_id: str,
+    conversation_id: str,
+    event_ids: Sequence[UUID],
+    *,
+    before: int,
+) -> list[MessageEvent]:
+    """A conversation's journaled turns in journal order, from ``before`` turns ahead of the
+    earliest of ``event_ids`` to the latest of them: what a chunk's turns are read against,
+    whatever chunk the earlier turns came in. Turns journaled later are never included."""
+    rows = await conn.fetch(
+        """
+        WITH chunk AS (
+            SELECT min(seq) AS lo, max(seq) AS hi FROM messages
+            WHERE bank_id = $1 AND id = ANY($3::uuid[])
+        ),
+        earlier AS (
+            SELECT m.seq FROM messages m, chunk
+            WHERE m.bank_id = $1 AND m.conversation_id = $2 AND m.seq < chunk.lo
+            ORDER BY m.seq DESC
+            LIMIT $4
+        )
+        SELECT m.payload FROM messages m, chunk
+        WHERE m.bank_id = $1 AND m.conversation_id = $2
+          AND m.seq >= coalesce((SELECT min(seq) FROM earlier), chunk.lo) AND m.seq <= chunk.hi
+        ORDER BY m.seq
+        """,
+        bank_id,
+        conversation_id,
+        list(event_ids),
+        before,
+    )
+    return [MessageEvent.model_validate(r["payload"]) for r in rows]

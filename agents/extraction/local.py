@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
+from uuid import UUID
 
 from tempr.agents.extraction.entities import (
     Token,
@@ -44,6 +45,7 @@ from tempr.schemas.ids import stable_id
 __all__ = [
     "MAX_FACT_CHARS",
     "MIN_SENTENCE_CONTENT_WORDS",
+    "SPEAKER_WINDOW",
     "exchange_facts",
     "extract_local",
     "facts_for_message",
@@ -54,6 +56,9 @@ __all__ = [
 MAX_FACT_CHARS = 600
 # A sentence of a turn with fewer content words than this joins the sentence after it.
 MIN_SENTENCE_CONTENT_WORDS = 3
+# A message's speakers are those of its last this-many turns (itself included): enough to
+# see both sides of a two-person exchange, and never a turn that came after it.
+SPEAKER_WINDOW = 8
 
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
 _SECOND_PERSON = {"you", "your", "yours", "yourself"}
@@ -112,80 +117,152 @@ class _Turn:
         return self.ranges[bisect_left(self.range_starts, start) : bisect_left(self.range_starts, end)]
 
 
-def extract_local(chunk: ChunkEvent) -> list[ExtractedFact]:
-    """Facts of every message of ``chunk``: its own (in message order), then its exchanges.
+def extract_local(chunk: ChunkEvent, history: Sequence[MessageEvent] | None = None) -> list[ExtractedFact]:
+    """Facts of every message of ``chunk``, each message's own then the exchange it replies in.
 
-    Every message is cited by at least one fact: a turn without substance of its own gets
-    no fact of its own only when an exchange fact carries it.
+    ``history`` is the conversation's journaled turns in order, from a few before the chunk to
+    its last message (``store.messages.conversation_history``). What a message yields depends
+    only on it and the turns before it, never on how the turns were cut into chunks: its
+    speakers are those of its last ``SPEAKER_WINDOW`` turns, it replies to the turn before it
+    wherever that turn arrived, and a turn without substance of its own is kept only inside
+    the exchange it replies in (see substance). A live stream, one turn per chunk, therefore
+    gives the same facts, with the same ids, as a batch.
     """
-    speakers = speakers_of(chunk.messages)
-    per_message = facts_per_message(chunk)
-    exchanges = exchange_facts(chunk.messages, per_message)
-    in_exchange = {m for f in exchanges for m in f.source_message_ids}
+    turns = _timeline(chunk.messages, history)
+    # (message, speakers) pairs to extract: each message as itself, and the turn it replies to
+    # as the reply sees it (the opening turn's "you" is known only once someone answers).
+    wanted: dict[tuple[UUID, str, tuple[str, ...]], tuple[MessageEvent, list[str]]] = {}
+    plan: list[tuple[MessageEvent, tuple, tuple | None]] = []
+    for message in chunk.messages:
+        speakers = _speakers_before(turns, message)
+        mine = (*_key(message), tuple(speakers))
+        wanted.setdefault(mine, (message, speakers))
+        prev = _previous(turns, message)
+        theirs = None if prev is None else (*_key(prev), tuple(speakers))
+        if prev is not None and theirs is not None:
+            wanted.setdefault(theirs, (prev, speakers))
+        plan.append((message, mine, theirs))
+    extracted = dict(zip(wanted, _facts_of(list(wanted.values())), strict=True))
     facts: list[ExtractedFact] = []
-    for message, own in zip(chunk.messages, per_message, strict=True):
+    for message, mine, theirs in plan:
+        prev = _previous(turns, message)
+        exchange = None
+        if prev is not None and theirs is not None:
+            exchange = _exchange(prev, extracted[theirs], message, extracted[mine])
         # A reaction is remembered inside its exchange only (see substance).
-        if message.message_id in in_exchange and not carries_substance(message.content, speakers):
-            continue
-        facts.extend(own)
-    return facts + exchanges
+        if exchange is None or carries_substance(message.content, mine[2]):
+            facts.extend(extracted[mine])
+        if exchange is not None:
+            facts.append(exchange)
+    return facts
 
 
 def facts_per_message(chunk: ChunkEvent) -> list[list[ExtractedFact]]:
     """Each message's own facts (one per sentence of a turn), before selection."""
-    speakers = speakers_of(chunk.messages)
+    return _own_facts(chunk.messages, _timeline(chunk.messages, None))
+
+
+def _timeline(messages: Sequence[MessageEvent], history: Sequence[MessageEvent] | None) -> list[MessageEvent]:
+    """The turns a chunk is read against: the journal's history when it holds every message of
+    the chunk, else the chunk itself."""
+    if history:
+        known = {_key(m) for m in history}
+        if all(_key(m) in known for m in messages):
+            return list(history)
+    return list(messages)
+
+
+def _key(message: MessageEvent) -> tuple[UUID, str]:
+    return message.event_id, message.message_id
+
+
+def _conversation_turns(turns: Sequence[MessageEvent], message: MessageEvent) -> list[MessageEvent]:
+    if not message.conversation_id:
+        return [message]
+    return [t for t in turns if t.conversation_id == message.conversation_id]
+
+
+def _position(turns: Sequence[MessageEvent], message: MessageEvent) -> tuple[list[MessageEvent], int]:
+    same = _conversation_turns(turns, message)
+    keys = [_key(t) for t in same]
+    return same, keys.index(_key(message)) if _key(message) in keys else len(same) - 1
+
+
+def _previous(turns: Sequence[MessageEvent], message: MessageEvent) -> MessageEvent | None:
+    same, i = _position(turns, message)
+    return same[i - 1] if i > 0 else None
+
+
+def _speakers_before(turns: Sequence[MessageEvent], message: MessageEvent) -> list[str]:
+    """Speakers of the message's last ``SPEAKER_WINDOW`` turns, itself included."""
+    same, i = _position(turns, message)
+    return speakers_of([*same[max(0, i - SPEAKER_WINDOW + 1) : i], message])
+
+
+def _own_facts(messages: Sequence[MessageEvent], turns: Sequence[MessageEvent]) -> list[list[ExtractedFact]]:
+    return _facts_of([(m, _speakers_before(turns, m)) for m in messages])
+
+
+def _facts_of(jobs: Sequence[tuple[MessageEvent, list[str]]]) -> list[list[ExtractedFact]]:
+    """Each message's facts as read with its speakers; spaCy parses each text once."""
     nlp = get_nlp()
-    texts = [m.content for m in chunk.messages]
-    docs: list[Any] = [None] * len(texts)
+    texts = list(dict.fromkeys(m.content for m, _ in jobs))
+    parsed: dict[str, Any] = {}
     if nlp is not None:
         # A text spaCy cannot read in linear time goes the regex way (doc None).
-        parseable = [i for i, t in enumerate(texts) if model_can_parse(t)]
-        for i, doc in zip(parseable, nlp.pipe(texts[i] for i in parseable), strict=True):
-            docs[i] = doc
-    return [facts_for_message(m, speakers, doc=doc) for m, doc in zip(chunk.messages, docs, strict=True)]
+        parseable = [t for t in texts if model_can_parse(t)]
+        parsed = dict(zip(parseable, nlp.pipe(parseable), strict=True))
+    return [facts_for_message(m, speakers, doc=parsed.get(m.content)) for m, speakers in jobs]
 
 
-def exchange_facts(
-    messages: Sequence[MessageEvent], per_message: Sequence[Sequence[ExtractedFact]]
-) -> list[ExtractedFact]:
-    """One fact per reply: the reply's first fact after the last fact of the turn it
-    answers, citing both turns.
+def _exchange(
+    prev: MessageEvent,
+    prev_facts: Sequence[ExtractedFact],
+    cur: MessageEvent,
+    cur_facts: Sequence[ExtractedFact],
+) -> ExtractedFact | None:
+    """The fact where a reply meets the turn it answers: the last fact of the turn asked, then
+    the first of the reply, citing both turns.
 
     A turn alone often misses what it is about ("Yes, last Friday!"); the exchange keeps
     the question and the answer together, as the extraction principles ask of narrative
     facts. Only the meeting point of the two turns is repeated: the rest of each turn is in
     its own sentence facts, and whole turns twice over would fill a token budget with text
-    already shown. Only consecutive turns of one conversation are paired.
+    already shown. Only consecutive turns of one conversation by two speakers are paired.
     """
-    out: list[ExtractedFact] = []
-    for (prev, prev_facts), (cur, cur_facts) in pairwise(zip(messages, per_message, strict=True)):
-        if not prev.conversation_id or prev.conversation_id != cur.conversation_id:
-            continue
-        if not prev_facts or not cur_facts or prev.speaker == cur.speaker:
-            continue
-        parts = (prev_facts[-1], cur_facts[0])
-        text = " ".join(f.text for f in parts)
-        if len(text) > 2 * MAX_FACT_CHARS:
-            continue
-        dated = next((f for f in reversed(parts) if f.occurred_start), None)
-        out.append(
-            ExtractedFact(
-                fact_id=stable_id(cur.bank_id, "exchange", prev.message_id, cur.message_id),
-                text=text,
-                fact_type="world",
-                occurred_start=dated.occurred_start if dated else None,
-                occurred_end=dated.occurred_end if dated else None,
-                mentioned_at=cur.timestamp,
-                entities=merge_mentions([e for f in parts for e in f.entities]),
-                source_message_ids=[prev.message_id, cur.message_id],
-                context=cur.context,
-                document_id=cur.document_id,
-                conversation_id=cur.conversation_id,
-                tags=sorted(set(prev.tags) | set(cur.tags)),
-                metadata={"extractor": "local", "unit": "exchange"},
-            )
-        )
-    return out
+    if not prev.conversation_id or prev.conversation_id != cur.conversation_id:
+        return None
+    if not prev_facts or not cur_facts or prev.speaker == cur.speaker:
+        return None
+    parts = (prev_facts[-1], cur_facts[0])
+    text = " ".join(f.text for f in parts)
+    if len(text) > 2 * MAX_FACT_CHARS:
+        return None
+    dated = next((f for f in reversed(parts) if f.occurred_start), None)
+    return ExtractedFact(
+        fact_id=stable_id(cur.bank_id, "exchange", prev.message_id, cur.message_id),
+        text=text,
+        fact_type="world",
+        occurred_start=dated.occurred_start if dated else None,
+        occurred_end=dated.occurred_end if dated else None,
+        mentioned_at=cur.timestamp,
+        entities=merge_mentions([e for f in parts for e in f.entities]),
+        source_message_ids=[prev.message_id, cur.message_id],
+        context=cur.context,
+        document_id=cur.document_id,
+        conversation_id=cur.conversation_id,
+        tags=sorted(set(prev.tags) | set(cur.tags)),
+        metadata={"extractor": "local", "unit": "exchange"},
+    )
+
+
+def exchange_facts(
+    messages: Sequence[MessageEvent], per_message: Sequence[Sequence[ExtractedFact]]
+) -> list[ExtractedFact]:
+    """The exchange facts of consecutive messages (see ``_exchange``)."""
+    pairs = pairwise(zip(messages, per_message, strict=True))
+    found = (_exchange(prev, prev_facts, cur, cur_facts) for (prev, prev_facts), (cur, cur_facts) in pairs)
+    return [f for f in found if f is not None]
 
 
 def speakers_of(messages: Sequence[MessageEvent]) -> list[str]:

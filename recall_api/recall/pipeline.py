@@ -22,6 +22,7 @@ from tempr.recall_api.recall import fusion, scoring
 from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
+from tempr.recall_api.recall.graph import graph_choice, run_graph_arm, with_graph_choice
 from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
@@ -213,7 +214,13 @@ async def _retrieve(
         window=query.window,
         ubiquitous_entities=query.shape.entity_ids,
     )
-    results = await asyncio.gather(*(run_arm(pool, a, ctx) for a in cfg.enabled_arms()))
+    arms = cfg.enabled_arms()
+    tasks: dict[str, asyncio.Future[ArmResult]] = {
+        a: asyncio.ensure_future(run_arm(pool, a, ctx)) for a in arms if a != "graph"
+    }
+    if "graph" in arms:  # mpfp starts from the other arms' hits: it waits for them
+        tasks["graph"] = asyncio.ensure_future(run_graph_arm(pool, ctx, tasks))
+    results = await asyncio.gather(*(tasks[a] for a in arms))
     return ctx, list(results)
 
 
@@ -282,6 +289,7 @@ async def run_recall(
     max_consistency_wait_s: float,
 ) -> RecallResponse:
     cfg = resolve_preset(req.preset)
+    cfg = with_graph_choice(cfg, await graph_choice(pool, bank_id, req.graph_retriever), req.preset)
     lap = _Laps()
     if req.after is not None:
         await wait_for_consistency(pool, bank_id, req.after, timeout_s=max_consistency_wait_s)

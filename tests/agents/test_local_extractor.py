@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from tempr.agents.extraction.entities import get_nlp
 from tempr.agents.extraction.local import (
     MAX_FACT_CHARS,
     MIN_SENTENCE_CONTENT_WORDS,
+    SPEAKER_WINDOW,
     extract_local,
+    facts_for_message,
     facts_per_message,
 )
 from tempr.agents.extraction.sentences import split_sentences
@@ -142,8 +145,10 @@ def test_turns_without_substance_live_only_in_their_exchanges() -> None:
         own = {f.source_message_ids[0] for f in facts if f.metadata.get("unit") == "turn"}
         cited = {m for f in facts for m in f.source_message_ids}
         assert cited == {m.message_id for m in messages}  # nothing is forgotten
-        for m in messages:
-            assert (m.message_id in own) == carries_substance(m.content, speakers), m.content
+        for i, m in enumerate(messages):
+            # The turn that opens a conversation answers nothing: it keeps its own fact, so
+            # that it is never left without one while its reply has not come (a live stream).
+            assert (m.message_id in own) == (i == 0 or carries_substance(m.content, speakers)), m.content
     # D1:4 "Wow, Caroline! ... Did you hear any inspiring stories?" is a reaction and a question.
     assert not carries_substance(_messages(conv, 1)[3].content, speakers)
     assert carries_substance("I went to a LGBTQ support group yesterday and it was so powerful.", speakers)
@@ -225,7 +230,10 @@ def test_each_reply_also_yields_an_exchange_fact_citing_both_turns() -> None:
     pairs = [(a.message_id, b.message_id) for a, b in itertools.pairwise(messages) if a.speaker != b.speaker]
     assert [tuple(f.source_message_ids) for f in exchanges] == pairs
     assert {f.source_message_ids[0] for f in turns} < {m.message_id for m in messages}
-    by_message = _by_message(turn_facts(_chunk(messages)))
+    # Each turn as its reply reads it: with both speakers known, even for the opening turn.
+    speakers = ["Caroline", "Melanie"]
+    nlp = get_nlp()
+    by_message = {m.message_id: facts_for_message(m, speakers, doc=nlp(m.content)) for m in messages}
     for exchange in exchanges:
         a, b = exchange.source_message_ids
         assert exchange.text == f"{by_message[a][-1].text} {by_message[b][0].text}"  # where they meet
@@ -308,3 +316,37 @@ def test_an_exchange_is_where_two_turns_meet() -> None:
         "Caroline painted a sunset over the lake yesterday (7 May 2023).",
         "Melanie paints landscapes every weekend now.",
     ]
+
+
+def _history(session: list[MessageEvent], chunk: list[MessageEvent]) -> list[MessageEvent]:
+    """What the journal gives the extractor: the turns from SPEAKER_WINDOW - 1 before the
+    chunk up to its last turn."""
+    first, last = session.index(chunk[0]), session.index(chunk[-1])
+    return session[max(0, first - SPEAKER_WINDOW + 1) : last + 1]
+
+
+def _cut(session: list[MessageEvent], size: int) -> list[list[MessageEvent]]:
+    return [session[i : i + size] for i in range(0, len(session), size)]
+
+
+@pytest.mark.parametrize("size", [1, 3, 8])
+def test_facts_do_not_depend_on_how_turns_were_chunked(size: int) -> None:
+    conv = _conversation()
+    for session in _sessions(conv)[:3]:
+        turns = _messages(conv, session)
+        batch = extract_local(_chunk(turns), turns)
+        cut = [f for part in _cut(turns, size) for f in extract_local(_chunk(part), _history(turns, part))]
+        assert [(f.fact_id, f.text) for f in cut] == [(f.fact_id, f.text) for f in batch]
+        assert [f.model_dump() for f in cut] == [f.model_dump() for f in batch]
+    # An exchange forms across every chunk boundary: one per reply, chunks of one turn too.
+    exchanges = [f for f in batch if f.metadata["unit"] == "exchange"]
+    assert len(exchanges) == sum(a.speaker != b.speaker for a, b in itertools.pairwise(turns))
+
+
+def test_without_the_journal_a_chunk_of_one_turn_has_no_exchange() -> None:
+    turns = _messages(_conversation(), 1)
+    alone = extract_local(_chunk(turns[1:2]))
+    assert [f.metadata["unit"] for f in alone] == ["turn"]
+    exchange = extract_local(_chunk(turns[1:2]), turns[:2])[-1]
+    assert exchange.metadata["unit"] == "exchange"
+    assert exchange.source_message_ids == ["D1:1", "D1:2"]

@@ -13,6 +13,7 @@ from tempr.recall_api.recall.config import (
 
 EXPECTED_PRESETS = {
     "default",
+    "graph",
     "no-name-blend",
     "no-graph",
     "no-temporal",
@@ -60,7 +61,8 @@ def test_all_named_presets_exist_and_are_valid() -> None:
 @pytest.mark.parametrize(
     ("name", "arms", "rerank"),
     [
-        ("default", ("semantic", "keyword", "graph", "temporal"), True),
+        ("default", ("semantic", "keyword", "temporal"), True),
+        ("graph", ("semantic", "keyword", "graph", "temporal"), True),
         ("no-graph", ("semantic", "keyword", "temporal"), True),
         ("no-temporal", ("semantic", "keyword", "graph"), True),
         ("no-keyword", ("semantic", "graph", "temporal"), True),
@@ -124,3 +126,20 @@ def test_budget_to_limit(budget: str, limit: int) -> None:
 def test_unknown_budget_is_rejected() -> None:
     with pytest.raises(ValueError, match="low"):
         budget_to_limit("max")  # type: ignore[arg-type]
+
+
+def test_a_graph_retriever_choice_switches_the_arm_on_in_the_default_preset_only() -> None:
+    from tempr.recall_api.recall.graph import with_graph_choice
+
+    default, graph, no_graph = PRESETS["default"], PRESETS["graph"], PRESETS["no-graph"]
+    assert default.graph is False and graph.graph_retriever == "mpfp"
+    assert with_graph_choice(default, None, "default") is default
+    chosen = with_graph_choice(default, "mpfp", "default")
+    assert (chosen.graph, chosen.graph_retriever) == (True, "mpfp")
+    assert with_graph_choice(graph, "bfs", "graph").graph_retriever == "bfs"
+    assert with_graph_choice(no_graph, "mpfp", "no-graph").graph is False  # the preset says no
+    assert (RecallConfig().mpfp_alpha, RecallConfig().mpfp_threshold, RecallConfig().mpfp_top_k) == (
+        0.15,
+        1e-6,
+        20,
+    )

@@ -174,7 +174,9 @@ async def test_trace_shape(db: asyncpg.Pool, api: httpx.Client, bank: str) -> No
     await insert_units(
         db, bank, [Unit("Walrus colonies gather on the ice in June.", occurred_start=day(2024, 6, 3))]
     )
-    trace = recall(api, bank, "walrus colonies in June", query_timestamp=QUERY_TS, trace=True)["trace"]
+    trace = recall(
+        api, bank, "walrus colonies in June", query_timestamp=QUERY_TS, trace=True, preset="graph"
+    )["trace"]
     assert set(trace["arms"]) == {"semantic", "keyword", "graph", "temporal"}
     for arm in trace["arms"].values():
         assert set(arm) >= {"count", "elapsed_ms", "candidates"}
@@ -230,7 +232,7 @@ async def test_graph_arm_surfaces_an_entity_neighbour(db: asyncpg.Pool, api: htt
     neighbour = Unit("The quarterly offsite in Denver was cancelled.")
     await insert_units(db, bank, [seed, neighbour])
     await insert_entity(db, bank, "Google", [seed.id, neighbour.id])
-    body = recall(api, bank, "Where does Alice work?", include={"entities": True})
+    body = recall(api, bank, "Where does Alice work?", include={"entities": True}, graph_retriever="bfs")
     by_id = {r["id"]: r for r in body["results"]}
     # Only the graph arm finds the neighbour; the seed is the semantic arm's find.
     assert by_id[str(neighbour.id)]["scores"]["arms"] == {"graph": 1}
