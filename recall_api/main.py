@@ -40,9 +40,13 @@ from tempr.recall_api.time_limits import TimeLimits
 from tempr.settings import Settings, get_settings
 from tempr.store.embedding_column import check_embedding_dimension
 from tempr.store.pool import create_pool
+from tempr.streams.admin import ensure_topics
+from tempr.streams.broker_features import detect_features
 from tempr.streams.control import control_key
+from tempr.streams.group_lag import GroupLag
 from tempr.streams.kafka_security import kafka_client_options
-from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.publisher import Publisher, start_producer
+from tempr.streams.topics import ALL_TOPICS, WORKER_GROUP
 
 __all__ = ["create_app"]
 
@@ -83,11 +87,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             # A model whose vectors do not fit the column stops start-up with what to do.
             await check_embedding_dimension(pool, embedder.model_name, embedder.dimension)
+            # Retains published before any worker made the topics would wait for the sweeper.
+            kafka_options = kafka_client_options(settings)  # SASL and TLS, for every client below
+            await ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0, **kafka_options)
+            features = await detect_features(settings.bootstrap, **kafka_options)
         except BaseException:
             await pool.close()
             raise
-        producer = create_producer(settings.bootstrap, **kafka_client_options(settings))
-        await producer.start()
+        producer = await start_producer(settings.bootstrap, **(kafka_options | features.producer_options()))
+        # The group's own lag only where the broker's end offsets can be trusted (Apache Kafka).
+        app.state.group_lag = None
+        if features.idempotent_producer:
+            app.state.group_lag = GroupLag(
+                settings.bootstrap, WORKER_GROUP, [t.name for t in ALL_TOPICS], **kafka_options
+            )
+            await app.state.group_lag.start()
         app.state.settings = settings
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer, control_key=control_key(settings))
@@ -99,6 +113,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if app.state.llm is not None:
                 await app.state.llm.aclose()
+            if app.state.group_lag is not None:
+                await app.state.group_lag.stop()
             await producer.stop()
             await pool.close()
 

@@ -43,6 +43,12 @@ class ApiMetrics:
             "tempr_dead_letters", "Dead letters not replayed yet.", registry=self.registry
         )
         self.banks = Gauge("tempr_banks", "Banks with a profile.", registry=self.registry)
+        self.group_lag = Gauge(
+            "tempr_consumer_group_lag",
+            "Records the workers' consumer group has not committed yet, by topic (Apache Kafka only).",
+            ["topic"],
+            registry=self.registry,
+        )
         self.healthy = Gauge("tempr_healthy", "1 when /health is ok, else 0.", registry=self.registry)
         self.database_up = Gauge(
             "tempr_database_up", "Postgres reachable (1) or not.", registry=self.registry

@@ -1,8 +1,8 @@
 """Publishing accepted messages: the journal first, then the broker.
 
 Used by the API (retain), by the redelivery sweeper and by `tempr up` at start-up. The
-producer runs without idempotence (the embedded broker does not support it); duplicates
-that a retry may create are absorbed downstream by deterministic ids.
+producer is idempotent when the broker gives producer ids (Apache Kafka), not on Tansu;
+either way the duplicates a retry may create are absorbed downstream by deterministic ids.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from tempr.schemas.events import BankDeleted, DeadLetter, FactsEvent, MessageEvent, encode_event
 from tempr.store import banks, messages
 from tempr.store.dead_letters import record_dead_letter
+from tempr.streams.broker_features import detect_features
 from tempr.streams.control import sign_tombstone
 from tempr.streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
 
@@ -34,13 +35,13 @@ __all__ = [
     "Publisher",
     "create_producer",
     "send_messages",
+    "start_producer",
 ]
 
 log = logging.getLogger(__name__)
 
 
-# The embedded broker (Tansu) does not implement the idempotent producer; duplicates a retry
-# may create are absorbed downstream by the deterministic ids.
+# Idempotence is switched on by `start_producer` where the broker supports it (detected).
 PRODUCER_OPTIONS: dict[str, Any] = {
     "enable_idempotence": False,
     "acks": "all",
@@ -55,12 +56,27 @@ PRODUCER_OPTIONS: dict[str, Any] = {
 PUBLISH_IN_FLIGHT_S = 2 * PRODUCER_OPTIONS["request_timeout_ms"] / 1000
 
 
+# Options of a producer that its client needs to reach the broker at all (security).
+_CONNECTION_OPTIONS = ("security_protocol", "ssl_context", "client_id", "connections_max_idle_ms")
+
 # Errors that no retry fixes: the record itself is the problem.
 UNPUBLISHABLE: tuple[type[BaseException], ...] = (MessageSizeTooLargeError, ValueError, TypeError)
 
 
 def create_producer(bootstrap: str, **overrides: Any) -> AIOKafkaProducer:
     return AIOKafkaProducer(bootstrap_servers=bootstrap, **(PRODUCER_OPTIONS | overrides))
+
+
+async def start_producer(bootstrap: str, **overrides: Any) -> AIOKafkaProducer:
+    """A started producer, idempotent if the broker gives producer ids (unless `overrides`
+    say otherwise)."""
+    if "enable_idempotence" not in overrides:
+        connection = {k: v for k, v in overrides.items() if k in _CONNECTION_OPTIONS or k.startswith("sasl_")}
+        features = await detect_features(bootstrap, **connection)
+        overrides = features.producer_options() | overrides
+    producer = create_producer(bootstrap, **overrides)
+    await producer.start()
+    return producer
 
 
 async def send_messages(producer: AIOKafkaProducer, events: Sequence[MessageEvent]) -> list[RecordMetadata]:

@@ -13,7 +13,7 @@ import faust
 
 from tempr.streams.context import WorkerContext
 from tempr.streams.kafka_security import kafka_client_options
-from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.publisher import Publisher, start_producer
 from tempr.streams.stage import Topics
 
 __all__ = ["register"]
@@ -30,8 +30,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
             return
         publisher = state.get("publisher")
         if publisher is None:
-            producer = create_producer(ctx.settings.bootstrap, **kafka_client_options(ctx.settings))
-            await producer.start()
+            producer = await start_producer(ctx.settings.bootstrap, **kafka_client_options(ctx.settings))
             publisher = state["publisher"] = Publisher(ctx.db, producer)
             ctx.on_stop(producer.stop)
         try:

@@ -26,10 +26,11 @@ from tempr.settings import Settings
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
+from tempr.streams.apache_kafka import KAFKA_VERSION, ApacheKafka
 from tempr.streams.control import control_key
 from tempr.streams.embedded import EmbeddedBroker, EmbeddedPostgres, die_with_parent
 from tempr.streams.kafka_security import kafka_client_options
-from tempr.streams.publisher import Publisher, create_producer
+from tempr.streams.publisher import Publisher, start_producer
 from tempr.streams.runtime_state import RuntimeState
 
 __all__ = ["Supervisor", "child_env"]
@@ -73,7 +74,7 @@ class Supervisor:
     settings: Settings
     say: Callable[[str], None] = print
     postgres: EmbeddedPostgres | None = None
-    broker: EmbeddedBroker | None = None
+    broker: EmbeddedBroker | ApacheKafka | None = None
     children: list[_Child] = field(default_factory=list)
     bootstrap_key: str | None = None  # set on the first start with keys: shown once
     state: RuntimeState = field(default_factory=RuntimeState)
@@ -91,7 +92,14 @@ class Supervisor:
             self.say(f"starting PostgreSQL + pgvector in {s.pg_dir}")
             self.postgres = EmbeddedPostgres(s.pg_dir)
             s = s.model_copy(update={"database_url": self.postgres.start()})
-        if s.embedded_broker:
+        if s.embedded_broker and s.broker == "kafka":
+            # Must run on the main thread: the JVMs die with the thread that started them.
+            self.say(f"starting Apache Kafka {KAFKA_VERSION} (with ZooKeeper) in {s.data_dir / 'kafka'}")
+            self.broker = ApacheKafka(
+                s.data_dir / "kafka", port=s.broker_port, cache=s.kafka_dist_dir, say=self.say
+            )
+            s = s.model_copy(update={"kafka_bootstrap": self.broker.start()})
+        elif s.embedded_broker:
             self.say(f"starting the Kafka-protocol broker (Tansu) on 127.0.0.1:{s.broker_port}")
             self.broker = EmbeddedBroker(s.broker_port, log_path=s.data_dir / "broker.log")
             s = s.model_copy(update={"kafka_bootstrap": self.broker.start()})
@@ -105,18 +113,17 @@ class Supervisor:
         assert s.database_url
         applied = await apply_migrations(s.database_url)
         await ensure_topics(s.bootstrap, s.topic_partitions, **kafka_client_options(s))
-        # An embedded broker starts with an empty log: everything accepted but not yet
-        # materialized is published again. An external broker kept its log, so only
-        # entries that were never published or are overdue go out.
+        # Tansu starts with an empty log: everything accepted but not yet materialized is
+        # published again. Kafka (embedded or external) kept its log, so only entries that
+        # were never published or are overdue go out.
         # Whatever the journal holds, start: an entry that cannot be published is parked,
         # and a failure here leaves the rest to the worker's sweeper.
         pool = await create_pool(s.database_url, max_size=2)
         if s.auth_required:
             self.bootstrap_key = await bootstrap_admin_key(pool, load_pepper(s))
-        producer = create_producer(s.bootstrap, **kafka_client_options(s))
-        await producer.start()
+        producer = await start_producer(s.bootstrap, **kafka_client_options(s))
         try:
-            older = 0.0 if self.broker is not None else s.redeliver_after_s
+            older = 0.0 if isinstance(self.broker, EmbeddedBroker) else s.redeliver_after_s
             count = await Publisher(pool, producer).redeliver(
                 older_than_s=older, max_publishes=s.max_attempts
             )

@@ -12,6 +12,7 @@ __all__ = [
     "FACTS",
     "GRAPH",
     "MESSAGES",
+    "WORKER_GROUP",
     "TopicSpec",
     "bank_key",
     "conversation_key",
@@ -39,6 +40,9 @@ GRAPH = TopicSpec("tempr.graph.v1", key="bank")
 DLQ = TopicSpec("tempr.dlq.v1", key="none", partitions=1)
 
 ALL_TOPICS = (MESSAGES, CHUNKS, FACTS, GRAPH, DLQ)
+
+# The workers' consumer group: Faust uses its app id (`streams.app.APP_ID`) as the group id.
+WORKER_GROUP = "tempr"
 
 
 def conversation_key(bank_id: str, conversation_id: str | None) -> bytes:

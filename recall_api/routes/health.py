@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from tempr.recall_api.deps import PoolDep, PublisherDep, SettingsDep
@@ -15,6 +15,10 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=Health, responses={503: {"model": Health}})
-async def health(settings: SettingsDep, pool: PoolDep, publisher: PublisherDep) -> JSONResponse:
-    body = await assess_health(settings, pool, publisher.producer)
+async def health(
+    request: Request, settings: SettingsDep, pool: PoolDep, publisher: PublisherDep
+) -> JSONResponse:
+    body = await assess_health(
+        settings, pool, publisher.producer, getattr(request.app.state, "group_lag", None)
+    )
     return JSONResponse(status_code=200 if body.status == "ok" else 503, content=body.model_dump(mode="json"))

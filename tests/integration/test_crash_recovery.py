@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tempr.streams.runtime import Supervisor, child_env
-from tests.conftest import free_port, make_settings, running_stack, wait_until
+from tests.conftest import broker_env, free_port, make_settings, running_stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -192,6 +192,7 @@ def test_worker_killed_mid_stream_loses_and_doubles_nothing(quiet_sweeper_stack:
 def _tempr_up(data_dir: Path, port: int, broker_port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
     env.update(TEMPR_REDELIVER_AFTER_S="3600", TEMPR_TOPIC_PARTITIONS="4", TEMPR_CHUNK_IDLE_S="0.5")
+    env.update(broker_env())  # under --broker kafka: its own Kafka, killed with it
     return subprocess.Popen(
         [
             sys.executable,

@@ -226,10 +226,14 @@ def test_tls_only_gives_faust_ssl_credentials(tmp_path) -> None:
     assert isinstance(faust_broker_options(s)["broker_credentials"], faust.SSLCredentials)
 
 
-async def test_every_kafka_client_gets_the_options(tmp_path) -> None:
-    """The API publisher, the worker (Faust app), the topic admin and the producer helper."""
+async def test_every_kafka_client_gets_the_options(tmp_path, monkeypatch) -> None:
+    """The API publisher, the worker (Faust app), the topic admin, the producer helper, the
+    broker-feature probe and the consumer-group lag reader."""
     from tempr.producer import TemprProducer
+    from tempr.streams import publisher as publisher_module
     from tempr.streams.app import create_app as create_worker_app
+    from tempr.streams.broker_features import BrokerFeatures
+    from tempr.streams.group_lag import GroupLag
 
     s = Settings(
         data_dir=tmp_path,
@@ -239,10 +243,36 @@ async def test_every_kafka_client_gets_the_options(tmp_path) -> None:
         kafka_sasl_username="tempr",
         kafka_sasl_password="s3cret",
     )
-    producer = TemprProducer.from_settings(s)._producer
+    helper = TemprProducer.from_settings(s)
+    producer = publisher_module.create_producer(s.bootstrap, **helper._options)
     assert producer.client._security_protocol == "SASL_PLAINTEXT"
     assert producer.client._sasl_mechanism == "SCRAM-SHA-256"
     assert producer.client._sasl_plain_username == "tempr"
+    # start_producer hands the same options to the idempotence probe and to the producer.
+    seen: dict[str, dict] = {}
+
+    async def probe(bootstrap: str, **options: object) -> BrokerFeatures:
+        seen["probe"] = options
+        return BrokerFeatures(idempotent_producer=False)
+
+    class Started:
+        async def start(self) -> None:
+            pass
+
+    def build(bootstrap: str, **options: object) -> Started:
+        seen["producer"] = options
+        return Started()
+
+    monkeypatch.setattr(publisher_module, "detect_features", probe)
+    monkeypatch.setattr(publisher_module, "create_producer", build)
+    await helper.start()
+    assert set(seen) == {"probe", "producer"}
+    for options in seen.values():
+        assert options["security_protocol"] == "SASL_PLAINTEXT"
+        assert options["sasl_mechanism"] == "SCRAM-SHA-256" and options["sasl_plain_username"] == "tempr"
+    lag = GroupLag(s.bootstrap, "tempr-workers", ["t"], **kafka_client_options(s))
+    assert lag._admin._client._security_protocol == "SASL_PLAINTEXT"
+    assert lag._offsets._client._sasl_mechanism == "SCRAM-SHA-256"
     worker_app, _ = create_worker_app(s)
     assert worker_app.conf.broker_credentials.mechanism.value == "SCRAM-SHA-256"
 
