@@ -7,8 +7,6 @@ server bound to 127.0.0.1 by pointing its own domain at that address.
 
 from __future__ import annotations
 
-import ipaddress
-
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
     TransportSecurityMiddleware,
@@ -19,18 +17,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tempr.keyring import is_loopback
+
 __all__ = ["BodyLimit", "LoopbackOnly", "exposure_warning", "is_loopback"]
 
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def exposure_warning(host: str) -> str | None:
