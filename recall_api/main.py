@@ -18,6 +18,7 @@ from tempr.recall_api.audit_log import AuditLog
 from tempr.recall_api.auth import McpAuth, authorize
 from tempr.recall_api.errors import install_error_handlers
 from tempr.recall_api.guards import BodyLimit, LoopbackOnly, is_loopback
+from tempr.recall_api.index_maintenance import maintenance_loop
 from tempr.recall_api.mcp_server import MCP_PATH, mcp_lifespan, mount_mcp
 from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
@@ -107,10 +108,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.publisher = Publisher(pool, producer, control_key=control_key(settings))
         app.state.embedder = embedder
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
+        maintenance = (
+            asyncio.create_task(maintenance_loop(settings)) if settings.index_maintenance_interval_s else None
+        )
         try:
             async with mcp_lifespan(app):
                 yield
         finally:
+            if maintenance is not None:
+                maintenance.cancel()
             if app.state.llm is not None:
                 await app.state.llm.aclose()
             if app.state.group_lag is not None:

@@ -11,11 +11,14 @@ __all__ = ["bank_stats"]
 
 async def bank_stats(pool: asyncpg.Pool, bank_id: str) -> dict[str, Any]:
     async with pool.acquire() as conn:
+        # Counters kept by triggers (migrations/0005): `tempr ingest --wait` polls this.
         by_type = await conn.fetch(
-            "SELECT fact_type, count(*) AS n FROM memory_units WHERE bank_id = $1 GROUP BY fact_type", bank_id
+            "SELECT fact_type, n FROM bank_fact_counts WHERE bank_id = $1 AND n > 0 ORDER BY fact_type",
+            bank_id,
         )
         links = await conn.fetch(
-            "SELECT link_type, count(*) AS n FROM memory_links WHERE bank_id = $1 GROUP BY link_type", bank_id
+            "SELECT link_type, n FROM bank_link_counts WHERE bank_id = $1 AND n > 0 ORDER BY link_type",
+            bank_id,
         )
         row = await conn.fetchrow(
             """

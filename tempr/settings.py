@@ -96,6 +96,16 @@ class Settings(BaseSettings):
     # Read-your-writes: longest a recall waits for its `after` token.
     max_consistency_wait_s: float = Field(default=30.0, ge=0)
 
+    # Scale (docs/scaling.md): a bank of at least this many facts gets an HNSW index of its
+    # own and keyword statistics, built by the API's maintenance step every
+    # `index_maintenance_interval_s` (0: never; run `tempr maintain` instead). Smaller banks
+    # are searched exactly.
+    bank_index_min_facts: int = Field(default=10_000, ge=1)
+    index_maintenance_interval_s: float = Field(default=60.0, ge=0)
+    # API processes (uvicorn workers); 0: one per core, at most 4. Each loads the embedding
+    # model and runs torch on cores / workers threads.
+    api_workers: int = Field(default=0, ge=0, le=64)
+
     log_level: str = "INFO"
 
     @field_validator("kafka_cache", mode="before")
