@@ -51,9 +51,10 @@ class Source:
     message_id: str
 
 
-def load_sources(data_dirs: Sequence[Path] = (DATA_DIR, HELDOUT_DIR)) -> list[Source]:
+def load_sources(paths: Sequence[Path] | None = None) -> list[Source]:
+    """The turns of the given conversation files (default: every LoCoMo and held-out one)."""
     out = []
-    for path in sorted(p for d in data_dirs for p in d.glob("*.json")):
+    for path in paths or sorted(p for d in (DATA_DIR, HELDOUT_DIR) for p in d.glob("*.json")):
         for conversation in read_conversations(path):
             for item in conversation.items:
                 speaker = item.speaker or "someone"

@@ -11,7 +11,7 @@ from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tempr import __version__
-from tempr.inference.embeddings import embedder_from_settings
+from tempr.inference.embeddings import embedder_from_settings, set_torch_threads
 from tempr.inference.llm import LLMClient
 from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.recall_api.audit_log import AuditLog
@@ -44,12 +44,13 @@ from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.broker_features import detect_features
 from tempr.streams.control import control_key
+from tempr.streams.embedded import die_with_parent
 from tempr.streams.group_lag import GroupLag
 from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, start_producer
 from tempr.streams.topics import ALL_TOPICS, WORKER_GROUP
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "create_worker_app"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,13 @@ class _Metrics:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
+
+
+def create_worker_app() -> FastAPI:
+    """The app of one of several uvicorn workers (`tempr api --workers N`). A worker dies with
+    the process that started it, so a killed API leaves no worker holding its port."""
+    die_with_parent()
+    return create_app()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -82,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning(
                 "tempr API is OPEN (no API keys): anyone who reaches %s can use every bank", settings.host
             )
+        set_torch_threads(settings.api_torch_threads())
         try:
             embedder, _ = await asyncio.gather(
                 asyncio.to_thread(embedder_from_settings, settings), asyncio.to_thread(load_lexicon)

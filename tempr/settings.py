@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -107,6 +108,14 @@ class Settings(BaseSettings):
     api_workers: int = Field(default=0, ge=0, le=64)
 
     log_level: str = "INFO"
+
+    def api_worker_count(self) -> int:
+        """`api_workers`, or one per core up to 4 (each worker holds the embedding model)."""
+        return self.api_workers or max(1, min(os.cpu_count() or 1, 4))
+
+    def api_torch_threads(self) -> int:
+        """torch threads per API worker: the cores shared out, so workers do not thrash."""
+        return max(1, (os.cpu_count() or 1) // self.api_worker_count())
 
     @field_validator("kafka_cache", mode="before")
     @classmethod

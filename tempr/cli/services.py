@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -190,7 +191,14 @@ def worker() -> None:
     run_worker(settings)
 
 
-def api() -> None:
+def api(
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="API processes (uvicorn workers); default TEMPR_API_WORKERS, else one per core up to 4."
+        ),
+    ] = None,
+) -> None:
     """Run the HTTP API (uvicorn) on TEMPR_HOST:TEMPR_PORT."""
     require_server("api")
     import uvicorn
@@ -199,10 +207,27 @@ def api() -> None:
     from tempr.settings import get_settings
 
     settings = get_settings()
+    if workers is not None:
+        if workers < 1:
+            raise typer.BadParameter("at least 1", param_hint="--workers")
+        settings = settings.model_copy(update={"api_workers": workers})
+        os.environ["TEMPR_API_WORKERS"] = str(workers)  # the workers build their own settings
     logging.basicConfig(level=settings.log_level)
     _refuse_open_exposure(settings)
     _warn_if_exposed(settings)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    count = settings.api_worker_count()
+    if count == 1:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        return
+    # Each worker is a process of its own (its pool, model and maintenance task), sharing the socket.
+    uvicorn.run(
+        "tempr.recall_api.main:create_worker_app",
+        factory=True,
+        workers=count,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+    )
 
 
 def migrate(
