@@ -237,7 +237,10 @@ async def keyword_search(
         cand AS (
             SELECT u.id, u.search, greatest(length(u.search), 1)::float8 AS dl
             FROM memory_units u, q
-            WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND u.search @@ q.tsq{where}
+            -- IS TRUE keeps the global GIN index out: for a bank without keyword statistics
+            -- (below bank_index_min_facts) reading its rows by the bank btree is cheaper than
+            -- every bank's matches of a common word (34 ms at 1k facts in a 1M table).
+            WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND (u.search @@ q.tsq) IS TRUE{where}
         ),
         avgdl AS (SELECT coalesce(avg(dl), 1) AS v FROM cand),
         tf AS (

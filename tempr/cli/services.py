@@ -281,8 +281,23 @@ def migrate(
     )
 
 
+def maintain() -> None:
+    """Build the vector index and keyword statistics of every bank of at least
+    TEMPR_BANK_INDEX_MIN_FACTS facts now (the API does it every TEMPR_INDEX_MAINTENANCE_INTERVAL_S)."""
+    require_server("maintain")
+    from tempr.recall_api.index_maintenance import maintain_once
+    from tempr.settings import get_settings
+
+    settings = get_settings()
+    if not settings.database_url:
+        raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
+    changes = asyncio.run(maintain_once(settings.database_url, settings.bank_index_min_facts))
+    console.print("\n".join(changes) or "nothing to do (or another process is maintaining)")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(up)
     app.command()(worker)
     app.command()(api)
     app.command()(migrate)
+    app.command()(maintain)
