@@ -11,7 +11,7 @@ __all__ = ["bank_stats"]
 
 async def bank_stats(pool: asyncpg.Pool, bank_id: str) -> dict[str, Any]:
     async with pool.acquire() as conn:
-        # Counters kept by triggers (migrations/0005): `tempr ingest --wait` polls this.
+        # Counters kept by triggers (migrations/0006): `tempr ingest --wait` polls this.
         by_type = await conn.fetch(
             "SELECT fact_type, n FROM bank_fact_counts WHERE bank_id = $1 AND n > 0 ORDER BY fact_type",
             bank_id,
