@@ -82,7 +82,7 @@ async def _drive(url: str, questions: list[str], clients: int, seconds: float) -
 def run_workers(workers: int, args: argparse.Namespace, questions: list[str]) -> list[dict[str, Any]]:
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-throughput-"))
     supervisor = start_supervisor(
-        embedded_settings(data_dir, api_workers=workers, index_maintenance_interval_s=0)
+        embedded_settings(data_dir, api_workers=workers, index_maintenance_interval_s=0), timeout=900
     )
     try:
         s = supervisor.settings
