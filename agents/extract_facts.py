@@ -13,8 +13,16 @@ from typing import Any
 
 import faust
 
-from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, MessageEvent, encode_event
-from tempr.store import messages
+from tempr.agents.extraction.corrections import correction_event, keep_corrections
+from tempr.schemas.events import (
+    ChunkEvent,
+    ExtractedFact,
+    FactCorrection,
+    FactsEvent,
+    MessageEvent,
+    encode_event,
+)
+from tempr.store import corrections, messages
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
@@ -95,24 +103,43 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
     return local
 
 
-SPEC = StageSpec(name="extract_facts", source="chunks", accepts=(ChunkEvent,), emits=(FactsEvent,), batch=32)
+SPEC = StageSpec(
+    name="extract_facts",
+    source="chunks",
+    accepts=(ChunkEvent, FactCorrection),
+    emits=(FactsEvent,),
+    batch=32,
+)
+
+
+async def _with_corrections(pool: Any, out: FactsEvent) -> FactsEvent:
+    """A re-extracted fact (a replay) takes the latest correction it had."""
+    kept = await corrections.applied_corrections_for(pool, out.bank_id, [f.fact_id for f in out.facts])
+    return out.model_copy(update={"facts": keep_corrections(out.facts, kept)}) if kept else out
+
+
+async def _correction(pool: Any, event: FactCorrection) -> FactsEvent | None:
+    found = await corrections.to_apply(pool, event.correction_id)
+    return None if found is None else correction_event(*found)
 
 
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     state: dict[str, Any] = {}
 
-    async def handle(records: list[Record[ChunkEvent]]) -> None:
+    async def handle(records: list[Record[ChunkEvent | FactCorrection]]) -> None:
         extractor = state.get("extractor") or state.setdefault("extractor", choose_extractor(ctx))
         in_flight = state.get("in_flight") or state.setdefault(
             "in_flight", asyncio.Semaphore(ctx.settings.llm_concurrency)
         )
 
-        async def one(chunk: ChunkEvent) -> FactsEvent:
+        async def one(event: ChunkEvent | FactCorrection) -> FactsEvent | None:
+            if isinstance(event, FactCorrection):
+                return await _correction(ctx.db, event)
             async with in_flight:
-                return facts_event(chunk, await extractor(chunk))
+                return await _with_corrections(ctx.db, facts_event(event, await extractor(event)))
 
         # Many chunks in flight at once (LLM latency); results keep the input order.
-        outputs = await asyncio.gather(*(one(r.event) for r in records))
+        outputs = [out for out in await asyncio.gather(*(one(r.event) for r in records)) if out is not None]
         await embed_facts(ctx.embeddings, [f for out in outputs for f in out.facts])
         for out in outputs:
             await (await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))

@@ -15,7 +15,18 @@ import faust
 
 from tempr.agents.resolution.near_duplicates import same_statement
 from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate
-from tempr.store import bank_locks, banks, entities, links, memories, messages, opinions, watermarks
+from tempr.store import (
+    bank_locks,
+    banks,
+    corrections,
+    entities,
+    forget,
+    links,
+    memories,
+    messages,
+    opinions,
+    watermarks,
+)
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 
@@ -26,21 +37,23 @@ log = logging.getLogger(__name__)
 NEAR_DUPLICATE_COSINE = 0.95
 
 
-async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
+async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent, *, keep_chunk: bool = True) -> int:
     """Write one chunk's facts, entities and links; returns the number of facts stored anew.
 
-    Call through `apply_event`, which drops what belongs to a deleted bank first.
+    Call through `apply_event`, which drops what belongs to a deleted bank or was forgotten
+    first (`keep_chunk` False: the chunk's text holds a forgotten message).
     """
     await banks.ensure_banks(conn, [event.bank_id])
-    await memories.upsert_chunk(
-        conn,
-        chunk_id=event.chunk_id,
-        bank_id=event.bank_id,
-        conversation_id=event.conversation_id,
-        document_id=event.document_id,
-        text=event.chunk_text,
-        message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
-    )
+    if keep_chunk:
+        await memories.upsert_chunk(
+            conn,
+            chunk_id=event.chunk_id,
+            bank_id=event.bank_id,
+            conversation_id=event.conversation_id,
+            document_id=event.document_id,
+            text=event.chunk_text,
+            message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
+        )
     replaced: dict[Any, Any] = {}
     stored = 0
     for fact in event.facts:
@@ -76,6 +89,38 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
     return stored
 
 
+async def without_forgotten(conn: asyncpg.Connection, event: GraphEvent) -> GraphEvent:
+    """Drop the facts that were forgotten, or cite a forgotten message, with their mentions
+    and links: a redelivery, a replay or a record still in flight never brings them back."""
+    cited = {m for f in event.facts for m in f.source_message_ids}
+    gone_messages = await forget.forgotten_messages_among(conn, event.bank_id, sorted(cited)) if cited else {}
+    gone = await forget.forgotten_facts_among(conn, event.bank_id, [f.fact_id for f in event.facts])
+    gone |= {f.fact_id for f in event.facts if gone_messages.keys() & set(f.source_message_ids)}
+    if not gone:
+        return event
+    return event.model_copy(
+        update={
+            "facts": [f for f in event.facts if f.fact_id not in gone],
+            "unit_entities": [ue for ue in event.unit_entities if ue.unit_id not in gone],
+            "links": [lk for lk in event.links if lk.from_id not in gone and lk.to_id not in gone],
+        }
+    )
+
+
+async def apply_correction_event(conn: asyncpg.Connection, event: GraphEvent) -> None:
+    """Idempotent: a correction already applied (or superseded) changes nothing."""
+    assert event.correction_id is not None
+    fact = event.facts[0]
+    if not await corrections.apply_correction(conn, event.correction_id, fact.embedding):
+        return
+    if event.entities:
+        await entities.upsert_entities(conn, event.bank_id, event.entities)
+    if event.unit_entities:
+        await entities.link_units_to_entities(conn, event.bank_id, event.unit_entities)
+        await entities.refresh_mention_counts(conn, sorted({p.entity_id for p in event.unit_entities}))
+    await links.upsert_links(conn, event.bank_id, [lk for lk in event.links if lk.from_id != lk.to_id])
+
+
 async def _same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
     """A stored fact that says what `fact` says: the embedding proposes, the texts decide."""
     candidates = await memories.near_duplicate_candidates(
@@ -106,7 +151,14 @@ async def apply_event(conn: asyncpg.Connection, event: GraphEvent | OpinionUpdat
         return True
     if await _stale_for_deleted_bank(conn, event):
         return False
-    await apply_graph_event(conn, event)
+    if event.correction_id is not None:
+        await apply_correction_event(conn, event)
+        return True
+    # A journal row missing under a live bank was forgotten: its text must not be stored again.
+    keep_chunk = not event.message_event_ids or await messages.journaled_count(
+        conn, event.message_event_ids
+    ) == len(set(event.message_event_ids))
+    await apply_graph_event(conn, await without_forgotten(conn, event), keep_chunk=keep_chunk)
     return True
 
 

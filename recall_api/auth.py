@@ -54,6 +54,12 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("GET", f"{_B}/stats"): Rule(_R),
     ("POST", f"{_B}/memories"): Rule(_W, limit="retain"),
     ("GET", f"{_B}/memories"): Rule(_R),
+    ("GET", f"{_B}/memories/{{memory_id}}"): Rule(_R),
+    # Forgetting and correcting change what the bank holds, like retain: write.
+    ("PATCH", f"{_B}/memories/{{memory_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/memories/{{memory_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/messages/{{message_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/conversations/{{conversation_id}}"): Rule(_W),
     ("POST", f"{_B}/recall"): Rule(_R, limit="recall"),
     ("POST", f"{_B}/reflect"): Rule(_W),  # forms opinions
     ("GET", f"{_B}/entities"): Rule(_R),

@@ -24,9 +24,11 @@ from tempr.recall_api.rate_limit import RateLimiter
 from tempr.recall_api.recall.inflections import load_lexicon
 from tempr.recall_api.routes import (
     banks,
+    corrections,
     dead_letters,
     documents,
     entities,
+    forget,
     health,
     keys,
     memories,
@@ -138,6 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(memories.router)
+    app.include_router(corrections.router)
+    app.include_router(forget.router)
     app.include_router(dead_letters.router)
     app.include_router(entities.router)
     app.include_router(documents.router)
