@@ -69,6 +69,10 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("GET", f"{_B}/opinions"): Rule(_R),
     ("GET", f"{_B}/opinions/{{opinion_id}}"): Rule(_R),
     ("POST", f"{_B}/replay"): Rule(_A),
+    # The whole bank, raw messages and tombstones included (more than any read route shows),
+    # and an import writes rows past the pipeline's checks: operators' tools, admin.
+    ("GET", f"{_B}/export"): Rule(_A),
+    ("POST", f"{_B}/import"): Rule(_A),
     ("GET", "/v1/dead-letters"): Rule(_A),  # lists only letters of banks the key sees
     ("POST", "/v1/dead-letters/{letter_id}/replay"): Rule(_A),  # the letter's bank checked there
     ("GET", "/v1/keys"): Rule(_A, every_bank=True),

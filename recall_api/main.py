@@ -23,6 +23,7 @@ from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
 from tempr.recall_api.recall.inflections import load_lexicon
 from tempr.recall_api.routes import (
+    bank_transfer,
     banks,
     corrections,
     dead_letters,
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(corrections.router)
     app.include_router(forget.router)
+    app.include_router(bank_transfer.router)
     app.include_router(dead_letters.router)
     app.include_router(entities.router)
     app.include_router(documents.router)

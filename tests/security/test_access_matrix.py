@@ -69,6 +69,8 @@ ROUTES = [
     Route("GET", "/v1/banks/{b}/opinions", "read", _ok(200)),
     Route("GET", f"/v1/banks/{{b}}/opinions/{NIL}", "read", _ok(404)),
     Route("POST", "/v1/banks/{b}/replay", "admin", _ok(202)),
+    Route("GET", "/v1/banks/{b}/export", "admin", _ok(200)),
+    Route("POST", "/v1/banks/{b}/import", "admin", _ok(400)),  # an empty body is no export
     Route("GET", "/v1/dead-letters", "admin", _ok(200)),
     Route("POST", f"/v1/dead-letters/{NIL}/replay", "admin", _ok(404)),
     Route("GET", "/v1/keys", "admin", _ok(200), every_bank=True),
