@@ -45,7 +45,13 @@ _BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {
-            _JSONL: {"schema": {"type": "string", "description": "An export, as `GET .../export` wrote it"}}
+            _JSONL: {
+                "schema": {"type": "string", "description": "An export, as `GET .../export` wrote it"},
+                "example": '{"record": "header", "format": "tempr.bank-export", "version": 1, "bank_id": "alice",'
+                ' "exported_at": "2026-12-01T12:00:00Z", "tempr_version": "0.1.0",'
+                ' "embedding_model": "packaged:all-MiniLM-L6-v2", "embedding_dimension": 384}\n'
+                '{"record": "bank", "name": "Alice", ...}\n...\n{"record": "end", "counts": {"fact": 659}}\n',
+            }
         },
     }
 }
