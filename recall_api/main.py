@@ -16,6 +16,7 @@ from tempr.inference.llm import LLMClient
 from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.recall_api.audit_log import AuditLog
 from tempr.recall_api.auth import McpAuth, authorize
+from tempr.recall_api.console import install_console
 from tempr.recall_api.errors import install_error_handlers
 from tempr.recall_api.guards import BodyLimit, LoopbackOnly, is_loopback
 from tempr.recall_api.mcp_server import MCP_PATH, mcp_lifespan, mount_mcp
@@ -147,5 +148,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(opinions.router)
     app.include_router(replay.router)
     app.include_router(keys.router)
+    install_console(app)
     mount_mcp(app, host=settings.host)
     return app
