@@ -78,7 +78,13 @@ async def graph_data(
         nodes[key] = {"id": key, "label": row["canonical_name"], "kind": "entity"}
         centres = await entity_fact_ids(pool, bank_id, entity, limit=ENTITY_FACTS)
         edges += [{"id": f"{key}>{c}", "source": key, "target": str(c), "type": "mentions"} for c in centres]
-        links = []
+        # Only the links among the entity's own facts: the picture stays the entity's.
+        among = set(centres)
+        links = [
+            lk
+            for lk in await neighbourhood(pool, bank_id, centres, per_type=PER_TYPE)
+            if lk["from_id"] in among and lk["to_id"] in among
+        ]
     elif fact is not None:
         centres = [fact]
         links = list(await neighbourhood(pool, bank_id, centres, per_type=PER_TYPE))

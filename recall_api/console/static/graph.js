@@ -8,10 +8,10 @@ document.addEventListener("DOMContentLoaded", function () {
   var cy = cytoscape({
     container: box,
     style: [
-      { selector: "node", style: { label: "data(short)", "font-size": 9, "text-wrap": "wrap", "text-max-width": 120,
-                                   width: 14, height: 14, "background-color": "#5b6570" } },
+      { selector: "node", style: { label: "data(short)", "font-size": 7, "min-zoomed-font-size": 6, "text-wrap": "wrap",
+                                   "text-max-width": 90, width: 12, height: 12, "background-color": "#5b6570" } },
       { selector: "node[kind = 'entity']", style: { "background-color": "#1e7b34", shape: "diamond", width: 22, height: 22 } },
-      { selector: "node.centre", style: { "background-color": "#f0a500", width: 20, height: 20 } },
+      { selector: "node.centre", style: { "background-color": "#f0a500", width: 16, height: 16 } },
       { selector: "edge", style: { width: 2, "line-color": "data(colour)", "curve-style": "bezier", opacity: 0.8 } },
     ],
     layout: { name: "cose" },
@@ -21,7 +21,7 @@ document.addEventListener("DOMContentLoaded", function () {
   function add(data) {
     data.nodes.forEach(function (n) {
       if (cy.getElementById(n.id).length) return;
-      var short = n.label.length > 60 ? n.label.slice(0, 57) + "…" : n.label;
+      var short = n.label.length > 40 ? n.label.slice(0, 37) + "…" : n.label;
       cy.add({ group: "nodes", data: { id: n.id, label: n.label, short: short, kind: n.kind } });
       if (n.kind !== "entity") {
         var li = document.createElement("li");
