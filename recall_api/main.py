@@ -39,7 +39,7 @@ from tempr.recall_api.routes import (
 )
 from tempr.recall_api.time_limits import TimeLimits
 from tempr.settings import Settings, get_settings
-from tempr.store.embedding_column import check_embedding_dimension
+from tempr.store.embedding_column import check_embedding_model
 from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.broker_features import detect_features
@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 asyncio.to_thread(embedder_from_settings, settings), asyncio.to_thread(load_lexicon)
             )
             # A model whose vectors do not fit the column stops start-up with what to do.
-            await check_embedding_dimension(pool, embedder.model_name, embedder.dimension)
+            await check_embedding_model(pool, embedder.model_name, embedder.dimension)
             # Retains published before any worker made the topics would wait for the sweeper.
             kafka_options = kafka_client_options(settings)  # SASL and TLS, for every client below
             await ensure_topics(settings.bootstrap, settings.topic_partitions, timeout=120.0, **kafka_options)

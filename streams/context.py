@@ -13,7 +13,7 @@ import asyncpg
 from tempr.inference.embeddings import Embedder, embedder_from_settings
 from tempr.inference.llm import LLMClient
 from tempr.settings import Settings
-from tempr.store.embedding_column import check_embedding_dimension
+from tempr.store.embedding_column import check_embedding_model
 from tempr.store.pool import create_pool
 from tempr.streams.heartbeat import StageBeats
 
@@ -40,7 +40,7 @@ class WorkerContext:
         self.pool = await create_pool(self.settings.database_url, max_size=5)
         self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
         # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
-        await check_embedding_dimension(self.pool, self.embedder.model_name, self.embedder.dimension)
+        await check_embedding_model(self.pool, self.embedder.model_name, self.embedder.dimension)
         log.info("worker context ready (embedding model %s)", self.settings.embedding_model)
         self.ready.set()
 
