@@ -92,10 +92,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
         yield stack
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture
 def browser(console: ConsoleStack) -> Iterator[Browser]:
-    # After the stack: Playwright's sync API keeps an event loop running in this thread, so
-    # asyncio.run (the stack's start-up, a test's producer) must come first or in a thread.
+    # One per test, after the stack: Playwright's sync API keeps an event loop running in this
+    # thread while it is open, so asyncio.run (a stack's start-up, a test's producer) must come
+    # before, after, or in another thread (a launch takes about a second).
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
