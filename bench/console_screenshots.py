@@ -3,9 +3,10 @@
     python -m bench.console_screenshots [--url URL] [--sessions 3] [--out docs/console] [--json FILE]
 
 Without --url it starts the embedded runtime (open mode, loopback), retains the first
---sessions sessions of LoCoMo conv-26 into bank `locomo-26` with a document and one poison
+--sessions sessions of LoCoMo conv-26 (default: all 19, about 1,000 facts) into bank `locomo-26` with a document and one poison
 record (for a dead letter), waits until they are materialized, then drives Debian's headless
-Chromium through the console. Prints a table (page, width, time to load) and writes JSON.
+Chromium through the console. Prints tables (each page's time to load; the graph's
+neighbourhood reads over the bank) and writes JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ from typing import Any
 import httpx
 from playwright.sync_api import Page, sync_playwright
 
-from bench.common import REPO, embedded_settings, print_table, start_supervisor, wait_until, write_json
+from bench.common import (
+    REPO,
+    embedded_settings,
+    print_table,
+    start_supervisor,
+    summarize,
+    wait_until,
+    write_json,
+)
 from tempr.conversations import read_conversations
 from tempr.streams.publisher import create_producer
 from tempr.streams.topics import MESSAGES
@@ -124,8 +133,42 @@ def shoot(url: str, out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def graph_latency(url: str, samples: int) -> list[dict[str, Any]]:
+    """The graph's data for facts and entities across the bank: time, nodes and edges."""
+    out: list[dict[str, Any]] = []
+    with httpx.Client(base_url=url, timeout=60) as api:
+        stats = api.get(f"/v1/banks/{BANK}/stats").json()
+        total = stats["facts"]
+        step = max(1, total // samples)
+        facts = [
+            m["id"] for m in api.get(f"/v1/banks/{BANK}/memories", params={"limit": 1000}).json()["items"]
+        ]
+        entities = [
+            e["id"] for e in api.get(f"/v1/banks/{BANK}/entities", params={"limit": 10}).json()["items"]
+        ]
+        for kind, ids in (("fact", facts[::step][:samples]), ("entity", entities)):
+            for node in ids:
+                started = time.perf_counter()
+                r = api.get(f"/console/banks/{BANK}/graph/data", params={kind: node})
+                ms = (time.perf_counter() - started) * 1000
+                data = r.json()
+                out.append({"kind": kind, "ms": ms, "nodes": len(data["nodes"]), "edges": len(data["edges"])})
+    print_table(
+        f"Graph neighbourhoods on {BANK}: {stats['facts']} facts, {sum(stats['links_by_type'].values())} links",
+        ["centre", "n", "median ms", "p95 ms", "max nodes", "max edges"],
+        [
+            [kind, len(rows), summarize([r["ms"] for r in rows])["median"], summarize([r["ms"] for r in rows])["p95"],
+             max(r["nodes"] for r in rows), max(r["edges"] for r in rows)]
+            for kind in ("fact", "entity")
+            if (rows := [r for r in out if r["kind"] == kind])
+        ],
+    )  # fmt: skip
+    return out
+
+
 def run(url: str, bootstrap: str | None, args: argparse.Namespace) -> None:
     seed(url, args.sessions, bootstrap)
+    graph = graph_latency(url, samples=50)
     # Playwright's sync API keeps an event loop running in its thread: give it a thread of its own.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         rows = pool.submit(shoot, url, args.out).result()
@@ -134,13 +177,19 @@ def run(url: str, bootstrap: str | None, args: argparse.Namespace) -> None:
         ["page", "width", "ms", "bytes", "overflows"],
         [[r["page"], r["width"], r["ms"], r["bytes"], r["overflows"]] for r in rows],
     )
-    write_json(args.json, {"bank": BANK, "sessions": args.sessions, "pages": rows})
+    with httpx.Client(base_url=url) as api:
+        stats = api.get(f"/v1/banks/{BANK}/stats").json()
+    write_json(
+        args.json, {"bank": BANK, "sessions": args.sessions, "stats": stats, "pages": rows, "graph": graph}
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", help="a running server in open mode (default: start the embedded one)")
-    parser.add_argument("--sessions", type=int, default=3, help="LoCoMo conv-26 sessions to retain")
+    parser.add_argument(
+        "--sessions", type=int, default=19, help="LoCoMo conv-26 sessions to retain (19: all)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "console")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

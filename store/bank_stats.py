@@ -61,9 +61,11 @@ async def banks_overview(
         SELECT m.id, m.name, m.total,
           (SELECT count(*) FROM memory_units u WHERE u.bank_id = m.id) AS facts,
           (SELECT count(*) FROM entities e WHERE e.bank_id = m.id) AS entities,
+          -- Through the bank's facts (links never cross banks): index probes, not a scan of
+          -- every bank's links per row.
           (SELECT coalesce(jsonb_object_agg(link_type, n), '{{}}') FROM
-             (SELECT link_type, count(*) AS n FROM memory_links l WHERE l.bank_id = m.id
-              GROUP BY link_type) x) AS links_by_type,
+             (SELECT l.link_type, count(*) AS n FROM memory_units u JOIN memory_links l ON l.from_id = u.id
+              WHERE u.bank_id = m.id GROUP BY l.link_type) x) AS links_by_type,
           (SELECT count(*) FROM documents d WHERE d.bank_id = m.id) AS documents,
           (SELECT count(*) FROM messages g WHERE g.bank_id = m.id
              AND g.processed_at IS NULL AND g.parked_at IS NULL) AS pending,

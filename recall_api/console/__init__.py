@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -25,7 +26,14 @@ from tempr.recall_api.errors import STATUS_BY_ERROR
 
 __all__ = ["ROUTERS", "install_console"]
 
-_TITLES = {401: "Log in needed", 403: "Not allowed", 404: "Not found", 409: "Conflict", 429: "Slow down"}
+_TITLES = {
+    401: "Log in needed",
+    403: "Not allowed",
+    404: "Not found",
+    409: "Conflict",
+    422: "Not valid",
+    429: "Slow down",
+}
 
 
 def _console_error(request: Request, status: int, detail: str, headers: Mapping[str, str] | None) -> Response:
@@ -73,6 +81,20 @@ def install_console(app: FastAPI) -> None:
         if not request.url.path.startswith(CONSOLE_PREFIX):
             return await http_exception_handler(request, exc)
         return _console_error(request, exc.status_code, str(exc.detail), exc.headers)
+
+    invalid: Callable[[Request, Exception], Awaitable[Response]] = app.exception_handlers[
+        RequestValidationError
+    ]  # type: ignore[assignment]
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        if not request.url.path.startswith(CONSOLE_PREFIX):
+            return await invalid(request, exc)
+        fields = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'input'}: {e.get('msg', 'invalid')}"
+            for e in exc.errors()
+        )
+        return _console_error(request, 422, fields, None)
 
     @app.exception_handler(TemprError)
     async def _tempr_error(request: Request, exc: TemprError) -> Response:

@@ -82,7 +82,7 @@ async def graph_data(
         among = set(centres)
         links = [
             lk
-            for lk in await neighbourhood(pool, bank_id, centres, per_type=PER_TYPE)
+            for lk in await neighbourhood(pool, bank_id, centres, per_type=1)
             if lk["from_id"] in among and lk["to_id"] in among
         ]
     elif fact is not None:

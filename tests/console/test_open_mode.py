@@ -22,3 +22,15 @@ def test_open_mode_needs_no_login_but_still_a_csrf_token(api: httpx.Client) -> N
     # Another site's page is refused outright on a loopback bind (its Origin).
     evil = api.post("/console/banks", data={"bank_id": "x"}, headers={"Origin": "http://evil.example"})
     assert evil.status_code == 403
+
+
+def test_bad_input_and_missing_things_are_pages_that_say_so(api: httpx.Client) -> None:
+    bad = api.get("/console/banks/console-open-y/memories", params={"type": "bogus", "start": "x"})
+    assert bad.status_code == 422 and "text/html" in bad.headers["content-type"]
+    assert "type:" in bad.text
+    dates = api.get("/console/banks/console-open-y/memories", params={"start": "not-a-date"})
+    assert dates.status_code == 422 and "from: not a date" in dates.text
+    missing = api.get("/console/banks/console-no-such-bank")
+    assert missing.status_code == 404 and "does not exist" in missing.text
+    assert api.get("/console/static/../pyproject.toml").status_code == 404
+    assert api.get("/console/static/htmx.min.js").headers["content-type"].startswith("text/javascript")

@@ -12,9 +12,11 @@ document.addEventListener("DOMContentLoaded", function () {
                                    "text-max-width": 90, width: 12, height: 12, "background-color": "#5b6570" } },
       { selector: "node[kind = 'entity']", style: { "background-color": "#1e7b34", shape: "diamond", width: 22, height: 22 } },
       { selector: "node.centre", style: { "background-color": "#f0a500", width: 16, height: 16 } },
-      { selector: "edge", style: { width: 2, "line-color": "data(colour)", "curve-style": "bezier", opacity: 0.8 } },
+      { selector: "edge", style: { width: 1.5, "line-color": "data(colour)", "curve-style": "haystack", opacity: 0.7 } },
     ],
     layout: { name: "cose" },
+    maxZoom: 1.6,  // a small neighbourhood is not blown up to fill the box
+    wheelSensitivity: 0.3,
   });
   var list = document.getElementById("graph-list");
   var expanded = {};
@@ -36,7 +38,7 @@ document.addEventListener("DOMContentLoaded", function () {
       cy.add({ group: "edges", data: { id: e.id, source: e.source, target: e.target, colour: colours[e.type] || "#888" } });
     });
     (data.centres || []).forEach(function (c) { cy.getElementById(c).addClass("centre"); });
-    cy.layout({ name: "cose", animate: false }).run();
+    cy.layout({ name: "cose", animate: false, padding: 30, nodeRepulsion: 9000, idealEdgeLength: 90 }).run();
   }
   function load(query) {
     return fetch(box.dataset.src + "?" + query, { credentials: "same-origin" })
