@@ -90,3 +90,39 @@ def test_an_invalid_trait_is_refused_naming_the_field(admin_page: Page) -> None:
     page.evaluate("document.querySelector('#p-bias').removeAttribute('max')")  # past the browser's own check
     page.click("button:has-text('Save profile')")
     expect(page.locator("#profile-result .flash.error")).to_contain_text(re.compile("bias_strength"))
+
+
+def test_an_entity_opens_into_its_facts_on_a_timeline(admin_page: Page) -> None:
+    page = admin_page
+    page.goto(f"/console/banks/{BANK}/entities")
+    page.locator("table a[href*='/entities/']", has_text="Caroline").first.click()
+    expect(page.locator("h1")).to_contain_text("Caroline")
+    items = page.locator("ol.timeline li")
+    expect(items).not_to_have_count(0)
+    days = [d for d in page.locator("ol.timeline time").all_inner_texts() if d != "undated"]
+    assert days == sorted(days) and days, days
+    expect(items.filter(has_text="adoption")).not_to_have_count(0)
+
+
+def test_the_graph_shows_a_neighbourhood_and_a_click_expands_it(
+    admin_page: Page, console: ConsoleStack
+) -> None:
+    with console.client() as api:
+        facts = api.get(f"/v1/banks/{BANK}/memories", params={"limit": 100}).json()["items"]
+        centre = next(
+            f["id"]
+            for f in facts
+            if api.get(f"/console/banks/{BANK}/graph/data", params={"fact": f["id"]}).json()["edges"]
+        )
+        data = api.get(f"/console/banks/{BANK}/graph/data", params={"fact": centre}).json()
+    assert data["centres"] == [centre]
+    assert {e["type"] for e in data["edges"]} <= {"semantic", "temporal", "entity", "causes", "caused_by"}
+    assert all(centre in (e["source"], e["target"]) for e in data["edges"])  # a neighbourhood, not the bank
+    page = admin_page
+    page.goto(f"/console/banks/{BANK}/graph?fact={centre}")
+    buttons = page.locator("#graph-list li button")
+    expect(buttons).to_have_count(len(data["nodes"]))
+    other = next(n for n in data["nodes"] if n["id"] != centre)
+    with page.expect_response(lambda r: f"fact={other['id']}" in r.url and r.status == 200):
+        buttons.filter(has_text=other["label"][:40]).first.click()  # keyboard-reachable: a button per fact
+    assert page.locator("#graph canvas").count() > 0  # cytoscape drew it
