@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -38,7 +39,11 @@ _TITLES = {
 
 def _console_error(request: Request, status: int, detail: str, headers: Mapping[str, str] | None) -> Response:
     if status == 401:
-        target = f"/console/login?next={request.url.path}"
+        # Back to the page the user was on: for htmx the page that made the request, never
+        # the address of a POST.
+        page = urlsplit(request.headers.get("hx-current-url", "")).path
+        here = page or (request.url.path if request.method == "GET" else "/console/banks")
+        target = f"/console/login?{urlencode({'next': here})}"
         if request.headers.get("hx-request"):
             return Response(status_code=200, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)

@@ -51,7 +51,8 @@ async def login(
                 error="That key is not valid (unknown, revoked or expired).",
             )
     response = RedirectResponse(_safe_next(next), status_code=303)
-    remember_key(response, request, key.strip())
+    if state.settings.auth_required:
+        remember_key(response, request, key.strip())
     return response
 
 

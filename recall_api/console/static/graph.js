@@ -14,8 +14,7 @@ document.addEventListener("DOMContentLoaded", function () {
       { selector: "node.centre", style: { "background-color": "#f0a500", width: 16, height: 16 } },
       { selector: "edge", style: { width: 1.5, "line-color": "data(colour)", "curve-style": "haystack", opacity: 0.7 } },
     ],
-    layout: { name: "cose" },
-    maxZoom: 1.6,  // a small neighbourhood is not blown up to fill the box
+    maxZoom: 1.8,  // a small neighbourhood is not blown up to fill the box
     wheelSensitivity: 0.3,
   });
   var list = document.getElementById("graph-list");
@@ -38,7 +37,12 @@ document.addEventListener("DOMContentLoaded", function () {
       cy.add({ group: "edges", data: { id: e.id, source: e.source, target: e.target, colour: colours[e.type] || "#888" } });
     });
     (data.centres || []).forEach(function (c) { cy.getElementById(c).addClass("centre"); });
-    cy.layout({ name: "cose", animate: false, padding: 30, nodeRepulsion: 9000, idealEdgeLength: 90 }).run();
+    cy.layout({
+      // Rings: the entity, then the facts asked for, then their neighbours; readable at any size.
+      name: "concentric", animate: false, padding: 30, minNodeSpacing: 36,
+      concentric: function (n) { return n.data("kind") === "entity" ? 3 : n.hasClass("centre") ? 2 : 1; },
+      levelWidth: function () { return 1; },
+    }).run();
   }
   function load(query) {
     return fetch(box.dataset.src + "?" + query, { credentials: "same-origin" })
