@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import faust
@@ -19,7 +20,16 @@ from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["SPEC", "Extractor", "chunk_text", "embedding_text", "facts_event", "read_history", "register"]
+__all__ = [
+    "SPEC",
+    "Extractor",
+    "chunk_text",
+    "dated_text",
+    "embedding_text",
+    "facts_event",
+    "read_history",
+    "register",
+]
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +38,11 @@ Extractor = Callable[[ChunkEvent], Awaitable[list[ExtractedFact]]]
 
 def embedding_text(fact: ExtractedFact) -> str:
     """The fact as embedded: its text with a readable date, so time words can match."""
-    when = fact.occurred_start or fact.mentioned_at
-    return f"{fact.text} ({when:%-d %B %Y})" if when else fact.text
+    return dated_text(fact.text, fact.occurred_start or fact.mentioned_at)
+
+
+def dated_text(text: str, when: datetime | None) -> str:
+    return f"{text} ({when:%-d %B %Y})" if when else text
 
 
 def chunk_text(chunk: ChunkEvent) -> str:
