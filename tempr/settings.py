@@ -61,7 +61,9 @@ class Settings(BaseSettings):
     # Threads of the local models in each process. One measured best here (bench.ingest_rate):
     # the worker's other stages and Postgres want the other cores, and torch's threads spin
     # on a busy machine. 0 leaves torch's default (one per core).
-    torch_threads: int = Field(default=1, ge=0, description="local models' threads per process; 0: one per core")
+    torch_threads: int = Field(
+        default=1, ge=0, description="local models' threads per process; 0: one per core"
+    )
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
     llm_base_url: str | None = None
