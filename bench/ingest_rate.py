@@ -67,12 +67,13 @@ def _cpu_seconds(procs: list[psutil.Process]) -> float:
 
 
 def _postgres_procs(settings: Settings) -> list[psutil.Process]:
+    """This runtime's postmaster (its data directory is on its command line) and its backends."""
     marker = str(settings.pg_dir)
     found = []
-    for p in psutil.process_iter(["cmdline", "name"]):
+    for p in psutil.process_iter(["cmdline"]):
         with contextlib.suppress(psutil.Error):
-            if p.info["name"] == "postgres" or marker in " ".join(p.info["cmdline"] or ()):
-                found.append(p)
+            if marker in " ".join(p.info["cmdline"] or ()):
+                found += [p, *p.children(recursive=True)]
     return found
 
 
