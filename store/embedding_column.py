@@ -18,8 +18,11 @@ from tempr.errors import TemprError
 
 __all__ = [
     "EmbeddingDimensionMismatch",
-    "check_embedding_dimension",
+    "EmbeddingModelMismatch",
+    "check_embedding_model",
     "embedding_dimension",
+    "record_embedding_model",
+    "recorded_embedding_model",
     "resize_embedding_column",
     "set_embeddings",
     "units_after",
@@ -28,6 +31,10 @@ __all__ = [
 
 class EmbeddingDimensionMismatch(TemprError):
     """The configured embedding model's vectors do not fit the database column."""
+
+
+class EmbeddingModelMismatch(EmbeddingDimensionMismatch):
+    """The configured model has the column's dimension but is not the model the vectors came from."""
 
 
 async def embedding_dimension(conn: asyncpg.Connection | asyncpg.Pool) -> int | None:
@@ -41,9 +48,9 @@ async def embedding_dimension(conn: asyncpg.Connection | asyncpg.Pool) -> int | 
     return typmod if typmod is not None and typmod > 0 else None
 
 
-async def check_embedding_dimension(
-    conn: asyncpg.Connection | asyncpg.Pool, model: str, dimension: int
-) -> None:
+async def check_embedding_model(conn: asyncpg.Connection | asyncpg.Pool, model: str, dimension: int) -> None:
+    """Refuse a model whose vectors do not fit the column, or that is not the model the stored
+    vectors were made with."""
     column = await embedding_dimension(conn)
     if column is not None and column != dimension:
         raise EmbeddingDimensionMismatch(
@@ -53,6 +60,41 @@ async def check_embedding_dimension(
             f"and its indexes, then replays every bank; or set TEMPR_EMBEDDING_MODEL back to the "
             f"{column}-dimensional model the data was embedded with."
         )
+    recorded = await recorded_embedding_model(conn)
+    if recorded is None:
+        # A new installation, or one from before the model was recorded: the configured model
+        # is taken as the one its vectors came from (the dimension check above passed).
+        await record_embedding_model(conn, model, dimension, replace=False)
+    elif recorded != model:
+        raise EmbeddingModelMismatch(
+            f"the embedding model is {model!r}, but the stored vectors were made with {recorded!r} "
+            f"(both {dimension}-dimensional, so the column cannot tell them apart; mixing them "
+            f"would make recall silently wrong). To switch models run "
+            f"`tempr migrate --embedding-model {model}` with the same settings: it re-embeds every "
+            f"bank; or set TEMPR_EMBEDDING_MODEL back to {recorded!r}."
+        )
+
+
+async def recorded_embedding_model(conn: asyncpg.Connection | asyncpg.Pool) -> str | None:
+    name: str | None = await conn.fetchval("SELECT name FROM embedding_model")
+    return name
+
+
+async def record_embedding_model(
+    conn: asyncpg.Connection | asyncpg.Pool, model: str, dimension: int, *, replace: bool
+) -> None:
+    """Record the model the vectors are made with; `replace=False` keeps a row already there
+    (several processes start at once)."""
+    conflict = (
+        "DO UPDATE SET name = excluded.name, dimension = excluded.dimension, recorded_at = now()"
+        if replace
+        else "DO NOTHING"
+    )
+    await conn.execute(
+        f"INSERT INTO embedding_model (name, dimension) VALUES ($1, $2) ON CONFLICT (singleton) {conflict}",
+        model,
+        dimension,
+    )
 
 
 async def resize_embedding_column(conn: asyncpg.Connection, dimension: int) -> bool:

@@ -9,7 +9,12 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-__all__ = ["entity_neighbours", "known_entities", "semantic_neighbours", "temporal_neighbours"]
+__all__ = [
+    "entity_neighbours",
+    "known_entities",
+    "semantic_neighbours_of_many",
+    "temporal_neighbours",
+]
 
 _POINT_COLUMNS = """
     u.id, coalesce(u.occurred_start, u.mentioned_at) AS when_at, u.embedding,
@@ -54,27 +59,48 @@ async def temporal_neighbours(
     )
 
 
-async def semantic_neighbours(
+async def semantic_neighbours_of_many(
     conn: asyncpg.Connection | asyncpg.Pool,
     bank_id: str,
-    embedding: Sequence[float],
+    embeddings: Sequence[Sequence[float]],
     *,
     min_cosine: float = 0.7,
     limit: int = 10,
 ) -> list[asyncpg.Record]:
-    vector = np.asarray(embedding, dtype=np.float32)
+    """The nearest facts (cosine ≥ ``min_cosine``, ``limit`` each) of every embedding at once,
+    exactly: the bank's vectors are read
+    once and scored against all of them (no index: a shared index filtered by bank can miss
+    a small bank's neighbours). Each row is a neighbour with ``queries``, the 0-based positions
+    of the embeddings it is among the nearest ``limit`` of."""
+    if not embeddings:
+        return []
     return await conn.fetch(
         f"""
-        SELECT {_POINT_COLUMNS} FROM memory_units u
-        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL AND 1 - (u.embedding <=> $2) >= $3
-        ORDER BY u.embedding <=> $2
-        LIMIT $4
+        WITH q AS MATERIALIZED (
+            SELECT i, v::vector AS v FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+        ), scored AS MATERIALIZED (
+            SELECT q.i, u.id, u.embedding <=> q.v AS d
+            FROM q CROSS JOIN memory_units u
+            WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
+        ), nearest AS (
+            SELECT i, id, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r
+            FROM scored WHERE 1 - d >= $3
+        )
+        SELECT array_agg(n.i - 1 ORDER BY n.i) AS queries, {_POINT_COLUMNS}
+        FROM nearest n JOIN memory_units u ON u.id = n.id
+        WHERE n.r <= $4
+        GROUP BY u.id
         """,
         bank_id,
-        vector,
+        [_vector_text(e) for e in embeddings],
         min_cosine,
         limit,
     )
+
+
+def _vector_text(embedding: Sequence[float]) -> str:
+    """pgvector's text form; each float32 printed so that it reads back the same."""
+    return "[" + ",".join(map(repr, np.asarray(embedding, dtype=np.float32).tolist())) + "]"
 
 
 async def entity_neighbours(
@@ -84,20 +110,22 @@ async def entity_neighbours(
     *,
     per_entity: int = 10,
 ) -> list[asyncpg.Record]:
-    """The most recent facts of each entity (high-fanout entities stay bounded)."""
+    """The most recent facts of each entity (high-fanout entities stay bounded); ``via``: the
+    entities a row is among the most recent facts of."""
     if not entity_ids:
         return []
     return await conn.fetch(
         f"""
-        SELECT {_POINT_COLUMNS} FROM memory_units u
-        WHERE u.id IN (
-            SELECT unit_id FROM (
-                SELECT ue.unit_id, row_number() OVER (
-                    PARTITION BY ue.entity_id
-                    ORDER BY coalesce(m.occurred_start, m.mentioned_at) DESC NULLS LAST) AS r
-                FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
-                WHERE ue.bank_id = $1 AND ue.entity_id = ANY($2::uuid[])
-            ) ranked WHERE r <= $3)
+        SELECT array_agg(r.entity_id) AS via, {_POINT_COLUMNS}
+        FROM (
+            SELECT ue.entity_id, ue.unit_id, row_number() OVER (
+                PARTITION BY ue.entity_id
+                ORDER BY coalesce(m.occurred_start, m.mentioned_at) DESC NULLS LAST, ue.unit_id) AS r
+            FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+            WHERE ue.bank_id = $1 AND ue.entity_id = ANY($2::uuid[])
+        ) r JOIN memory_units u ON u.id = r.unit_id
+        WHERE r.r <= $3
+        GROUP BY u.id
         """,
         bank_id,
         list(entity_ids),

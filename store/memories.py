@@ -18,6 +18,7 @@ __all__ = [
     "list_units",
     "merge_provenance",
     "near_duplicate_candidates",
+    "stored_ids",
     "unit_entities",
     "unit_links",
     "upsert_chunk",
@@ -89,6 +90,12 @@ async def near_duplicate_candidates(
         min_cosine,
         limit,
     )
+
+
+async def stored_ids(conn: asyncpg.Connection, ids: Sequence[UUID]) -> set[UUID]:
+    """Which of `ids` are stored already (one lookup for a chunk's facts)."""
+    rows = await conn.fetch("SELECT id FROM memory_units WHERE id = ANY($1::uuid[])", list(ids))
+    return {r["id"] for r in rows}
 
 
 async def upsert_fact(

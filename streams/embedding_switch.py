@@ -92,6 +92,9 @@ async def _switch(settings: Settings, dsn: str, embedder: Embedder) -> SwitchRep
         async with pool.acquire() as conn, conn.transaction():
             previous = await embedding_column.embedding_dimension(conn)
             resized = await embedding_column.resize_embedding_column(conn, embedder.dimension)
+            await embedding_column.record_embedding_model(
+                conn, embedder.model_name, embedder.dimension, replace=True
+            )
             banks, reopened, removed = await _replay_all(conn)
         reembedded = await _reembed_kept(pool, embedder)
         published = None

@@ -80,9 +80,22 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
 
 
 async def _anchored(
-    pool: asyncpg.Pool, bank_id: str, anchor: EventAnchor, vector: Any, now: datetime, cfg: RecallConfig
+    pool: asyncpg.Pool,
+    shape: sql.BankShape,
+    bank_id: str,
+    anchor: EventAnchor,
+    vector: Any,
+    now: datetime,
+    cfg: RecallConfig,
 ) -> QueryWindow | None:
-    row = await sql.event_date(pool, bank_id, vector, min_similarity=cfg.event_anchor_min_similarity)
+    async with pool.acquire() as conn:
+        row = await sql.event_date(
+            conn,
+            bank_id,
+            vector,
+            min_similarity=cfg.event_anchor_min_similarity,
+            exact=not shape.indexed,
+        )
     if row is None:
         return None
     return anchored_window(anchor, row["happened"], now, before_days=cfg.event_before_days)
@@ -200,7 +213,7 @@ async def _understand(
     vectors = await embedder.aencode([*texts, without] if without else texts)
     vector = blend(vectors[0], vectors[-1], cfg.query_as_asked_weight) if without else vectors[0]
     if anchor is not None:
-        window = await _anchored(pool, bank_id, anchor, vectors[1], now, cfg)
+        window = await _anchored(pool, shape, bank_id, anchor, vectors[1], now, cfg)
     return _Query(shape, window, keyword_text, without, vector)
 
 
@@ -217,6 +230,8 @@ async def _retrieve(
         bank_size=query.shape.size,
         window=query.window,
         ubiquitous_entities=query.shape.entity_ids,
+        indexed=query.shape.indexed,
+        keyword_stats=query.shape.keyword_stats,
     )
     arms = cfg.enabled_arms()
     tasks: dict[str, asyncio.Future[ArmResult]] = {

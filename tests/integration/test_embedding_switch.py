@@ -1,7 +1,8 @@
 """Switching an installation to a 768-d remote embedding model.
 
 A bank is built with the packaged 384-d model; the API and the worker then refuse to start with
-a 768-d `/v1/embeddings` model (clear error, naming the fix); `tempr migrate --embedding-model`
+a 768-d `/v1/embeddings` model (clear error, naming the fix), and also with another 384-d model,
+which the column's type cannot tell apart; `tempr migrate --embedding-model`
 re-sizes the column and its index and replays the bank; the stack started with the new model
 rebuilds the same facts with 768-d vectors, and recall finds them. Own stack (the session's
 is shared and must keep its 384-d column).
@@ -21,8 +22,9 @@ import httpx
 import pytest
 
 from tempr.recall_api.main import create_app
-from tempr.settings import Settings
-from tempr.store.embedding_column import EmbeddingDimensionMismatch
+from tempr.settings import PACKAGED_EMBEDDING_MODEL, Settings
+from tempr.store.embedding_column import EmbeddingDimensionMismatch, EmbeddingModelMismatch
+from tempr.store.vector_indexes import build_bank_index
 from tempr.streams.context import WorkerContext
 from tempr.streams.runtime import child_env
 from tests.conftest import free_port, make_settings, running_stack, wait_until
@@ -79,6 +81,14 @@ async def _indexes(dsn: str) -> list[str]:
         await conn.close()
 
 
+async def _index_bank(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await build_bank_index(conn, BANK, 0)
+    finally:
+        await conn.close()
+
+
 async def _start_api(settings: Settings) -> None:
     app = create_app(settings)
     async with app.router.lifespan_context(app):
@@ -106,6 +116,7 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
                 wait_until(lambda: _settled(api), timeout=120)
             before = asyncio.run(_facts(s.database_url))
             assert before and {dims for _, dims in before.values()} == {384}
+            asyncio.run(_index_bank(s.database_url))  # as a big bank has: it must survive the re-size
 
             # Start-up with the 768-d model against the 384-d column: a clear refusal, API and worker.
             wrong = s.model_copy(update=remote)
@@ -127,6 +138,18 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
                 )
                 assert ran.returncode != 0
                 assert "tempr migrate --embedding-model remote-768" in ran.stdout + ran.stderr
+
+            # Another model of the same size: the column fits, the recorded model does not.
+            with ModelServer(dimension=384) as same_size:
+                other = s.model_copy(
+                    update={"embedding_base_url": same_size.base_url + "/v1", "embedding_model": "remote-384"}
+                )
+                for start in (_start_api, _start_worker):
+                    with pytest.raises(EmbeddingModelMismatch) as refused:
+                        asyncio.run(start(other))
+                    message = str(refused.value)
+                    assert "'remote-384'" in message and repr(PACKAGED_EMBEDDING_MODEL) in message
+                    assert "tempr migrate --embedding-model remote-384" in message
 
         # `tempr up` with the new model before the switch gives up and says why (not a timeout).
         with (
@@ -154,7 +177,7 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
             s = stack.settings
             assert s.database_url
             indexes = asyncio.run(_indexes(s.database_url))
-            assert any("hnsw" in d and "vector_cosine_ops" in d for d in indexes), indexes
+            assert any("hnsw" in d and "vector_cosine_ops" in d and BANK in d for d in indexes), indexes
             with httpx.Client(base_url=f"http://{s.host}:{s.port}", timeout=30) as api:
                 deadline = time.monotonic() + 180
                 after = asyncio.run(_facts(s.database_url))
