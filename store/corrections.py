@@ -272,8 +272,10 @@ async def fact_history(
     """Earlier versions, oldest first."""
     return await conn.fetch(
         """
-        SELECT text, occurred_start, occurred_end, tags, replaced_at, reason FROM fact_history
-        WHERE bank_id = $1 AND unit_id = $2 ORDER BY replaced_at, id
+        SELECT h.text, h.occurred_start, h.occurred_end, h.tags, h.replaced_at, h.reason
+        FROM fact_history h LEFT JOIN fact_corrections c ON c.id = h.id
+        -- Corrections applied in one transaction share a time: their own order decides.
+        WHERE h.bank_id = $1 AND h.unit_id = $2 ORDER BY c.seq NULLS FIRST, h.replaced_at, h.id
         """,
         bank_id,
         unit_id,
