@@ -59,6 +59,32 @@ async def temporal_neighbours(
     )
 
 
+# Small banks: the bank's vectors read once, scored against every query (exact).
+_NEAREST_EXACT = """
+    WITH q AS MATERIALIZED (
+        SELECT i, v::vector AS v FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+    ), scored AS MATERIALIZED (
+        SELECT q.i, u.id, u.embedding <=> q.v AS d
+        FROM q CROSS JOIN memory_units u
+        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
+    )
+    SELECT i, id, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r
+    FROM scored WHERE 1 - d >= $3
+"""
+# A bank with an HNSW index of its own (store/vector_indexes.py): one index probe per query.
+_NEAREST_INDEXED = """
+    SELECT q.i, n.id, n.r FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+    CROSS JOIN LATERAL (
+        SELECT u.id, 1 AS r, u.embedding <=> q.v::vector AS d
+        FROM memory_units u
+        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
+        ORDER BY u.embedding <=> q.v::vector
+        LIMIT $4
+    ) n
+    WHERE 1 - n.d >= $3
+"""
+
+
 async def semantic_neighbours_of_many(
     conn: asyncpg.Connection | asyncpg.Pool,
     bank_id: str,
@@ -68,24 +94,18 @@ async def semantic_neighbours_of_many(
     limit: int = 10,
 ) -> list[asyncpg.Record]:
     """The nearest facts (cosine ≥ ``min_cosine``, ``limit`` each) of every embedding at once,
-    exactly: the bank's vectors are read
-    once and scored against all of them (no index: a shared index filtered by bank can miss
-    a small bank's neighbours). Each row is a neighbour with ``queries``, the 0-based positions
-    of the embeddings it is among the nearest ``limit`` of."""
+    one statement: exact for a bank without an index of its own (a shared index filtered by
+    bank can miss a small bank's neighbours), through the bank's own index otherwise. Each
+    row is a neighbour with ``queries``, the 0-based positions of the embeddings it is among
+    the nearest ``limit`` of."""
     if not embeddings:
         return []
+    indexed = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM bank_vector_indexes WHERE bank_id = $1)", bank_id
+    )
     return await conn.fetch(
         f"""
-        WITH q AS MATERIALIZED (
-            SELECT i, v::vector AS v FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
-        ), scored AS MATERIALIZED (
-            SELECT q.i, u.id, u.embedding <=> q.v AS d
-            FROM q CROSS JOIN memory_units u
-            WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
-        ), nearest AS (
-            SELECT i, id, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r
-            FROM scored WHERE 1 - d >= $3
-        )
+        WITH nearest AS ({_NEAREST_INDEXED if indexed else _NEAREST_EXACT})
         SELECT array_agg(n.i - 1 ORDER BY n.i) AS queries, {_POINT_COLUMNS}
         FROM nearest n JOIN memory_units u ON u.id = n.id
         WHERE n.r <= $4

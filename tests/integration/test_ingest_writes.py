@@ -13,7 +13,7 @@ import pytest
 
 from tempr.agents.materialize_graph import BatchWrites, apply_event
 from tempr.schemas.events import ExtractedFact, GraphEvent, MemoryLink, ResolvedEntity, UnitEntity
-from tempr.store import graph_context, links, memories
+from tempr.store import graph_context, links, memories, vector_indexes
 
 pytestmark = pytest.mark.integration
 
@@ -83,20 +83,28 @@ async def test_semantic_neighbours_of_a_batch_are_the_exact_nearest_of_each_fact
     # Another bank with the very same vectors: never a neighbour.
     await _store(db, f"{bank}-other", [_fact(f.text, f.embedding) for f in facts])
     queries = [_unit(centres[i % 3] + rng.normal(scale=0.05, size=DIM)) for i in range(5)]
-
-    rows = await graph_context.semantic_neighbours_of_many(db, bank, queries, min_cosine=0.7, limit=10)
-
     matrix = np.asarray([f.embedding for f in facts])
-    got: list[set[uuid.UUID]] = [set() for _ in queries]
-    for row in rows:
-        for q in row["queries"]:
-            got[q].add(row["id"])
-    for q, vector in enumerate(queries):
-        cosine = matrix @ np.asarray(vector)
-        order = [i for i in np.argsort(-cosine) if cosine[i] >= 0.7][:10]
-        assert len(order) == 10
-        assert got[q] == {facts[i].fact_id for i in order}
-    assert {r["id"] for r in rows} <= {f.fact_id for f in facts}
+
+    async def check() -> None:
+        rows = await graph_context.semantic_neighbours_of_many(db, bank, queries, min_cosine=0.7, limit=10)
+        got: list[set[uuid.UUID]] = [set() for _ in queries]
+        for row in rows:
+            for q in row["queries"]:
+                got[q].add(row["id"])
+        for q, vector in enumerate(queries):
+            cosine = matrix @ np.asarray(vector)
+            order = [i for i in np.argsort(-cosine) if cosine[i] >= 0.7][:10]
+            assert len(order) == 10
+            assert got[q] == {facts[i].fact_id for i in order}
+        assert {r["id"] for r in rows} <= {f.fact_id for f in facts}
+
+    await check()  # scanned exactly
+    async with db.acquire() as conn:
+        await vector_indexes.build_bank_index(conn, bank, len(facts))
+        try:
+            await check()  # through the bank's own index (exact at this size)
+        finally:
+            await vector_indexes.drop_bank_index(conn, bank)
 
 
 async def test_entity_neighbours_of_a_batch_say_which_entities_reached_them(
