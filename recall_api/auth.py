@@ -21,6 +21,8 @@ from tempr.recall_api.mcp_server import FORWARDED_AUTHORIZATION
 from tempr.recall_api.rate_limit import RateLimiter
 
 __all__ = [
+    "CONSOLE_COOKIE",
+    "CONSOLE_PREFIX",
     "FORWARDED_AUTHORIZATION",
     "POLICY",
     "McpAuth",
@@ -43,6 +45,13 @@ class Rule:
 _R, _W, _A = KeyScope.READ, KeyScope.WRITE, KeyScope.ADMIN
 _B = "/v1/banks/{bank_id}"
 
+# The console (recall_api/console): a browser presents its key in this cookie, sent only to
+# the console's paths (the REST API never reads it, so it cannot be used to forge API calls).
+CONSOLE_PREFIX = "/console"
+CONSOLE_COOKIE = "tempr_console_key"
+_C = CONSOLE_PREFIX
+_CB = f"{_C}/banks/{{bank_id}}"
+
 POLICY: dict[tuple[str, str], Rule] = {
     ("GET", "/health"): Rule(None),
     ("GET", "/metrics"): Rule(_A, every_bank=True),
@@ -54,6 +63,12 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("GET", f"{_B}/stats"): Rule(_R),
     ("POST", f"{_B}/memories"): Rule(_W, limit="retain"),
     ("GET", f"{_B}/memories"): Rule(_R),
+    ("GET", f"{_B}/memories/{{memory_id}}"): Rule(_R),
+    # Forgetting and correcting change what the bank holds, like retain: write.
+    ("PATCH", f"{_B}/memories/{{memory_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/memories/{{memory_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/messages/{{message_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/conversations/{{conversation_id}}"): Rule(_W),
     ("POST", f"{_B}/recall"): Rule(_R, limit="recall"),
     ("POST", f"{_B}/reflect"): Rule(_W),  # forms opinions
     ("GET", f"{_B}/entities"): Rule(_R),
@@ -63,12 +78,44 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("GET", f"{_B}/opinions"): Rule(_R),
     ("GET", f"{_B}/opinions/{{opinion_id}}"): Rule(_R),
     ("POST", f"{_B}/replay"): Rule(_A),
+    # The whole bank, raw messages and tombstones included (more than any read route shows),
+    # and an import writes rows past the pipeline's checks: operators' tools, admin.
+    ("GET", f"{_B}/export"): Rule(_A),
+    ("POST", f"{_B}/import"): Rule(_A),
     ("GET", "/v1/dead-letters"): Rule(_A),  # lists only letters of banks the key sees
     ("POST", "/v1/dead-letters/{letter_id}/replay"): Rule(_A),  # the letter's bank checked there
     ("GET", "/v1/keys"): Rule(_A, every_bank=True),
     ("POST", "/v1/keys"): Rule(_A, every_bank=True),
     ("DELETE", "/v1/keys/{key}"): Rule(_A, every_bank=True),
     ("GET", "/v1/audit"): Rule(_A),  # rows of the banks the key sees
+    # The console: the same scopes as the REST routes it shows or calls.
+    ("GET", _C): Rule(None),  # redirects to the banks, or to the login
+    ("GET", f"{_C}/login"): Rule(None),
+    ("POST", f"{_C}/login"): Rule(None),  # checks the key it is given
+    ("POST", f"{_C}/logout"): Rule(None),
+    ("GET", f"{_C}/static/{{name}}"): Rule(None),  # the vendored scripts and the style sheet
+    ("GET", f"{_C}/banks"): Rule(_R),  # lists only the banks the key sees
+    ("POST", f"{_C}/banks"): Rule(_A),  # create: the bank id is checked there
+    ("GET", _CB): Rule(_R),
+    ("POST", f"{_CB}/profile"): Rule(_A),
+    ("POST", f"{_CB}/delete"): Rule(_A),
+    ("GET", f"{_CB}/memories"): Rule(_R),
+    ("GET", f"{_CB}/memories/{{unit_id}}"): Rule(_R),
+    ("GET", f"{_CB}/recall"): Rule(_R),
+    ("POST", f"{_CB}/recall"): Rule(_R, limit="recall"),
+    ("GET", f"{_CB}/documents"): Rule(_R),
+    ("POST", f"{_CB}/documents/{{document_id}}/delete"): Rule(_W),
+    ("GET", f"{_CB}/entities"): Rule(_R),
+    ("GET", f"{_CB}/entities/{{entity_id}}"): Rule(_R),
+    ("GET", f"{_CB}/graph"): Rule(_R),
+    ("GET", f"{_CB}/graph/data"): Rule(_R),
+    ("GET", f"{_CB}/reflect"): Rule(_R),
+    ("POST", f"{_CB}/reflect"): Rule(_W),  # forms opinions
+    ("GET", f"{_CB}/opinions"): Rule(_R),
+    ("GET", f"{_CB}/opinions/{{opinion_id}}"): Rule(_R),
+    ("GET", f"{_C}/pipeline"): Rule(_A),  # dead letters and pending of the banks the key sees
+    ("POST", f"{_C}/dead-letters/{{letter_id}}/replay"): Rule(_A),  # the letter's bank checked there
+    ("POST", f"{_C}/dead-letters/replay-all"): Rule(_A),
 }
 
 
@@ -87,6 +134,8 @@ async def principal_of(request: Request) -> Principal:
     else:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
+        if not header and request.url.path.startswith(CONSOLE_PREFIX):
+            scheme, token = "bearer", request.cookies.get(CONSOLE_COOKIE, "")
         if scheme.lower() != "bearer" or not token.strip():
             raise _unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
         found = await authenticate(app_state.pool, token.strip(), app_state.pepper)

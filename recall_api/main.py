@@ -16,6 +16,7 @@ from tempr.inference.llm import LLMClient
 from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.recall_api.audit_log import AuditLog
 from tempr.recall_api.auth import McpAuth, authorize
+from tempr.recall_api.console import install_console
 from tempr.recall_api.errors import install_error_handlers
 from tempr.recall_api.guards import BodyLimit, LoopbackOnly, is_loopback
 from tempr.recall_api.index_maintenance import maintenance_loop
@@ -24,10 +25,13 @@ from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
 from tempr.recall_api.recall.inflections import load_lexicon
 from tempr.recall_api.routes import (
+    bank_transfer,
     banks,
+    corrections,
     dead_letters,
     documents,
     entities,
+    forget,
     health,
     keys,
     memories,
@@ -153,6 +157,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(memories.router)
+    app.include_router(corrections.router)
+    app.include_router(forget.router)
+    app.include_router(bank_transfer.router)
     app.include_router(dead_letters.router)
     app.include_router(entities.router)
     app.include_router(documents.router)
@@ -162,5 +169,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(opinions.router)
     app.include_router(replay.router)
     app.include_router(keys.router)
+    install_console(app)
     mount_mcp(app, host=settings.host)
     return app

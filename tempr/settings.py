@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     reranker_api_key: SecretStr | None = None
     model_device: str = Field(default="cpu", description="local models: cpu, cuda, cuda:1, ...")
     model_timeout_s: float = Field(default=60.0, gt=0, description="remote embedding and rerank calls")
+    # Threads of the local models in each process. One measured best here (bench.ingest_rate):
+    # the worker's other stages and Postgres want the other cores, and torch's threads spin
+    # on a busy machine. 0 leaves torch's default (one per core).
+    torch_threads: int = Field(
+        default=1, ge=0, description="local models' threads per process; 0: one per core"
+    )
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
     llm_base_url: str | None = None
@@ -76,6 +82,8 @@ class Settings(BaseSettings):
     # Durability: journal entries not materialized after this long are re-published.
     redeliver_after_s: float = Field(default=120.0, gt=0)
     sweep_interval_s: float = Field(default=15.0, gt=0)
+    # Retention: how often the worker's leader forgets what banks keep no longer.
+    retention_sweep_interval_s: float = Field(default=3600.0, gt=0)
 
     # Poison: a stage's time budget per record (a batch that overruns it is retried record by
     # record, and a record that overruns it alone is dead-lettered), and how many times a

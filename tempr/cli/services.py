@@ -147,6 +147,7 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float, superviso
     table.add_column("part")
     table.add_column("where")
     table.add_row("API", f"http://{settings.host}:{settings.port}  (docs: /docs)")
+    table.add_row("console", f"http://{settings.host}:{settings.port}/console  (open it in a browser)")
     table.add_row("PostgreSQL", settings.database_url or "")
     kind = "external" if supervisor_broker is None else settings.broker
     table.add_row("Kafka broker", f"{settings.bootstrap}  ({kind})")
