@@ -111,15 +111,17 @@ class Settings(BaseSettings):
     # are searched exactly.
     bank_index_min_facts: int = Field(default=10_000, ge=1)
     index_maintenance_interval_s: float = Field(default=60.0, ge=0)
-    # API processes (uvicorn workers); 0: one per core, at most 4. Each loads the embedding
-    # model and runs torch on cores / workers threads.
+    # API processes (uvicorn workers); 0: one per two cores, at most 4. Each loads the
+    # embedding model and runs torch on cores / workers threads.
     api_workers: int = Field(default=0, ge=0, le=64)
 
     log_level: str = "INFO"
 
     def api_worker_count(self) -> int:
-        """`api_workers`, or one per core up to 4 (each worker holds the embedding model)."""
-        return self.api_workers or max(1, min(os.cpu_count() or 1, 4))
+        """`api_workers`, or one per two cores up to 4: each worker holds the embedding model and
+        embeds with two threads; on 2 shared cores 2 workers measured slower than 1
+        (docs/benchmarks.md, "Scale")."""
+        return self.api_workers or max(1, min((os.cpu_count() or 1) // 2, 4))
 
     def api_torch_threads(self) -> int:
         """torch threads per API worker: the cores shared out, so workers do not thrash."""

@@ -196,7 +196,7 @@ def api(
     workers: Annotated[
         int | None,
         typer.Option(
-            help="API processes (uvicorn workers); default TEMPR_API_WORKERS, else one per core up to 4."
+            help="API processes (uvicorn workers); default TEMPR_API_WORKERS, else one per two cores up to 4."
         ),
     ] = None,
 ) -> None:
