@@ -105,7 +105,8 @@ async def _start_worker(settings: Settings) -> None:
 
 def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
     with ModelServer(dimension=768) as models:
-        local = make_settings(tmp_path / "tempr")
+        # No maintenance pass: it would rightly drop the index this small bank is given below.
+        local = make_settings(tmp_path / "tempr", index_maintenance_interval_s=0)
         remote = {"embedding_base_url": models.base_url + "/v1", "embedding_model": "remote-768"}
 
         with running_stack(local) as stack:
@@ -173,9 +174,7 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
         assert "re-sized vector(384) -> vector(768)" in out
         assert f"1 banks replayed ({len(TURNS)} messages reopened, {len(before)} facts removed" in out
 
-        # No maintenance pass: it would rightly drop the index of this small bank before the check.
-        switched = local.model_copy(update={**remote, "index_maintenance_interval_s": 0})
-        with running_stack(switched) as stack:
+        with running_stack(local.model_copy(update=remote)) as stack:
             s = stack.settings
             assert s.database_url
             indexes = asyncio.run(_indexes(s.database_url))
