@@ -14,8 +14,16 @@ from typing import Any
 
 import faust
 
-from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, MessageEvent, encode_event
-from tempr.store import messages
+from tempr.agents.extraction.corrections import correction_event, keep_corrections
+from tempr.schemas.events import (
+    ChunkEvent,
+    ExtractedFact,
+    FactCorrection,
+    FactsEvent,
+    MessageEvent,
+    encode_event,
+)
+from tempr.store import corrections, messages
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
@@ -110,7 +118,24 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
     return local
 
 
-SPEC = StageSpec(name="extract_facts", source="chunks", accepts=(ChunkEvent,), emits=(FactsEvent,), batch=32)
+SPEC = StageSpec(
+    name="extract_facts",
+    source="chunks",
+    accepts=(ChunkEvent, FactCorrection),
+    emits=(FactsEvent,),
+    batch=32,
+)
+
+
+async def _with_corrections(pool: Any, bank_id: str, facts: list[ExtractedFact]) -> list[ExtractedFact]:
+    """A re-extracted fact (a replay) takes the latest correction it had."""
+    kept = await corrections.applied_corrections_for(pool, bank_id, [f.fact_id for f in facts])
+    return keep_corrections(facts, kept) if kept else facts
+
+
+async def _correction(pool: Any, event: FactCorrection) -> FactsEvent | None:
+    found = await corrections.to_apply(pool, event.correction_id)
+    return None if found is None else correction_event(*found)
 
 
 # Facts of finished chunks sent to the model at once, at most: the model's batches stay full
@@ -187,7 +212,7 @@ def _first(group: BaseExceptionGroup) -> BaseException:
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     state: dict[str, Any] = {}
 
-    async def handle(records: list[Record[ChunkEvent]]) -> None:
+    async def handle(records: list[Record[ChunkEvent | FactCorrection]]) -> None:
         extractor = state.get("extractor") or state.setdefault("extractor", choose_extractor(ctx))
         in_flight = state.get("in_flight") or state.setdefault(
             "in_flight", asyncio.Semaphore(ctx.settings.llm_concurrency)
@@ -195,12 +220,22 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
 
         async def extract(chunk: ChunkEvent) -> list[ExtractedFact]:
             async with in_flight:  # many chunks in flight at once (LLM latency)
-                return await extractor(chunk)
+                return await _with_corrections(ctx.db, chunk.bank_id, await extractor(chunk))
 
         async def emit(out: FactsEvent) -> None:
             await (await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))
 
-        await extract_and_embed([r.event for r in records], extract, ctx.embeddings, emit)
+        chunks = [r.event for r in records if isinstance(r.event, ChunkEvent)]
+        await extract_and_embed(chunks, extract, ctx.embeddings, emit)
+        fixes = [
+            out
+            for r in records
+            if isinstance(r.event, FactCorrection)
+            if (out := await _correction(ctx.db, r.event))
+        ]
+        await embed_facts(ctx.embeddings, [f for out in fixes for f in out.facts])
+        for out in fixes:
+            await emit(out)
 
     @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
     async def extract_facts(stream: Any) -> None:

@@ -18,7 +18,18 @@ import faust
 
 from tempr.agents.resolution.near_duplicates import same_statement
 from tempr.schemas.events import ExtractedFact, GraphEvent, MemoryLink, OpinionUpdate, ResolvedEntity
-from tempr.store import bank_locks, banks, entities, links, memories, messages, opinions, watermarks
+from tempr.store import (
+    bank_locks,
+    banks,
+    corrections,
+    entities,
+    forget,
+    links,
+    memories,
+    messages,
+    opinions,
+    watermarks,
+)
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 
@@ -51,22 +62,26 @@ class BatchWrites:
         self.links.clear()
 
 
-async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent, later: BatchWrites) -> int:
+async def apply_graph_event(
+    conn: asyncpg.Connection, event: GraphEvent, later: BatchWrites, *, keep_chunk: bool = True
+) -> int:
     """Write one chunk's facts and mentions now, its entities' updates and links into `later`;
     returns the number of facts stored anew.
 
-    Call through `apply_event`, which drops what belongs to a deleted bank first.
+    Call through `apply_event`, which drops what belongs to a deleted bank or was forgotten
+    first (`keep_chunk` False: the chunk's text holds a forgotten message).
     """
     await banks.ensure_banks(conn, [event.bank_id])
-    await memories.upsert_chunk(
-        conn,
-        chunk_id=event.chunk_id,
-        bank_id=event.bank_id,
-        conversation_id=event.conversation_id,
-        document_id=event.document_id,
-        text=event.chunk_text,
-        message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
-    )
+    if keep_chunk:
+        await memories.upsert_chunk(
+            conn,
+            chunk_id=event.chunk_id,
+            bank_id=event.bank_id,
+            conversation_id=event.conversation_id,
+            document_id=event.document_id,
+            text=event.chunk_text,
+            message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
+        )
     stored_before = await memories.stored_ids(conn, [f.fact_id for f in event.facts])
     replaced: dict[Any, Any] = {}
     stored = 0
@@ -100,6 +115,38 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent, later: 
     )
     await messages.mark_processed(conn, event.message_event_ids)
     return stored
+
+
+async def without_forgotten(conn: asyncpg.Connection, event: GraphEvent) -> GraphEvent:
+    """Drop the facts that were forgotten, or cite a forgotten message, with their mentions
+    and links: a redelivery, a replay or a record still in flight never brings them back."""
+    cited = {m for f in event.facts for m in f.source_message_ids}
+    gone_messages = await forget.forgotten_messages_among(conn, event.bank_id, sorted(cited)) if cited else {}
+    gone = await forget.forgotten_facts_among(conn, event.bank_id, [f.fact_id for f in event.facts])
+    gone |= {f.fact_id for f in event.facts if gone_messages.keys() & set(f.source_message_ids)}
+    if not gone:
+        return event
+    return event.model_copy(
+        update={
+            "facts": [f for f in event.facts if f.fact_id not in gone],
+            "unit_entities": [ue for ue in event.unit_entities if ue.unit_id not in gone],
+            "links": [lk for lk in event.links if lk.from_id not in gone and lk.to_id not in gone],
+        }
+    )
+
+
+async def apply_correction_event(conn: asyncpg.Connection, event: GraphEvent, later: BatchWrites) -> None:
+    """Idempotent: a correction already applied (or superseded) changes nothing."""
+    assert event.correction_id is not None
+    if not await corrections.apply_correction(conn, event.correction_id, event.facts[0].embedding):
+        return
+    if event.entities:
+        await entities.insert_missing_entities(conn, event.bank_id, event.entities)
+        later.entities[event.bank_id].extend(event.entities)
+    if event.unit_entities:
+        await entities.link_units_to_entities(conn, event.bank_id, event.unit_entities)
+        later.mentioned.update(p.entity_id for p in event.unit_entities)
+    later.links[event.bank_id].extend(lk for lk in event.links if lk.from_id != lk.to_id)
 
 
 async def _same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
@@ -136,7 +183,14 @@ async def apply_event(
     if await _stale_for_deleted_bank(conn, event):
         return False
     own = later or BatchWrites()
-    await apply_graph_event(conn, event, own)
+    if event.correction_id is not None:
+        await apply_correction_event(conn, event, own)
+    else:
+        # A journal row missing under a live bank was forgotten: its text must not be stored again.
+        keep_chunk = not event.message_event_ids or await messages.journaled_count(
+            conn, event.message_event_ids
+        ) == len(set(event.message_event_ids))
+        await apply_graph_event(conn, await without_forgotten(conn, event), own, keep_chunk=keep_chunk)
     if later is None:
         await own.flush(conn)
     return True

@@ -25,10 +25,13 @@ from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
 from tempr.recall_api.recall.inflections import load_lexicon
 from tempr.recall_api.routes import (
+    bank_transfer,
     banks,
+    corrections,
     dead_letters,
     documents,
     entities,
+    forget,
     health,
     keys,
     memories,
@@ -154,6 +157,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(memories.router)
+    app.include_router(corrections.router)
+    app.include_router(forget.router)
+    app.include_router(bank_transfer.router)
     app.include_router(dead_letters.router)
     app.include_router(entities.router)
     app.include_router(documents.router)

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     # Durability: journal entries not materialized after this long are re-published.
     redeliver_after_s: float = Field(default=120.0, gt=0)
     sweep_interval_s: float = Field(default=15.0, gt=0)
+    # Retention: how often the worker's leader forgets what banks keep no longer.
+    retention_sweep_interval_s: float = Field(default=3600.0, gt=0)
 
     # Poison: a stage's time budget per record (a batch that overruns it is retried record by
     # record, and a record that overruns it alone is dead-lettered), and how many times a

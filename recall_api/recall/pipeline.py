@@ -36,7 +36,7 @@ from tempr.recall_api.recall.temporal import (
 )
 from tempr.schemas.api import ConsistencyToken
 from tempr.schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
-from tempr.store import messages
+from tempr.store import corrections, messages
 from tempr.store import recall as sql
 
 __all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
@@ -58,14 +58,18 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
     rather than trusted.
     """
     try:
-        seq = ConsistencyToken.decode(token)
+        seq, correction_seq = ConsistencyToken.decode_parts(token)
     except ValueError as exc:
         raise InvalidRequest(f"invalid 'after' token: {exc}") from None
     started = time.monotonic()
     deadline = started + timeout_s
     # The bank's own head, not the journal's: how far other banks' messages got must not show
     # through a wait (a token of another bank waits here until it times out).
-    while await messages.max_seq(pool, bank_id) < seq or await messages.pending_up_to(pool, bank_id, seq):
+    while (
+        await messages.max_seq(pool, bank_id) < seq
+        or await messages.pending_up_to(pool, bank_id, seq)
+        or (correction_seq is not None and await corrections.pending_up_to(pool, bank_id, correction_seq))
+    ):
         if time.monotonic() >= deadline:
             raise ConsistencyTimeout(
                 f"bank {bank_id!r} has not materialized up to {token!r} within {timeout_s:g}s; "
