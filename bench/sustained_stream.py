@@ -114,8 +114,8 @@ class Stream:
                 pass
             stop.wait(2.0)
 
-    def run(self) -> float:
-        """Send on schedule; returns the seconds the sending took."""
+    def run(self) -> tuple[float, float]:
+        """Send on schedule; returns the seconds the sending took and the drain after it."""
         local = threading.local()
 
         def client() -> httpx.Client:
@@ -144,10 +144,10 @@ class Stream:
             for future in futures:
                 future.result()
             sending = time.perf_counter() - t0
-            wait_until_materialized(watcher, timeout=3600)
+            drain = wait_until_materialized(watcher, timeout=3600)
             stop.set()
             watch.join()
-        return sending
+        return sending, drain
 
 
 async def _counts(url: str) -> dict[str, Any]:
@@ -192,7 +192,9 @@ def _tally(sent: dict[str, int], counts: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _backlog_shape(backlog: list[tuple[float, int]], sending: float, rate: float) -> dict[str, Any]:
+def _backlog_shape(
+    backlog: list[tuple[float, int]], sending: float, drain: float, rate: float
+) -> dict[str, Any]:
     during = [(t, p) for t, p in backlog if t <= sending]
     second_half = [(t, p) for t, p in during if t >= sending / 2]
     slope = (
@@ -205,7 +207,7 @@ def _backlog_shape(backlog: list[tuple[float, int]], sending: float, rate: float
         "pending_at_end_of_sending": pending[-1] if pending else 0,
         "second_half_slope_per_s": slope,
         "bounded": bool(slope < 0.02 * rate),
-        "drain_s": max((t for t, _ in backlog), default=sending) - sending,
+        "drain_s": drain,
     }
 
 
@@ -238,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
         assert s.database_url
         console.print(f"streaming {rate:.2f} turns/s for {args.duration:.0f}s across {args.banks} banks")
         stream = Stream(f"http://{s.host}:{s.port}", args.banks, rate, args.duration, args.probe_every)
-        sending = stream.run()
+        sending, drain = stream.run()
         counts = asyncio.run(_counts(s.database_url))
     finally:
         supervisor.stop()
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
         "duration_s": args.duration,
         "sending_s": sending,
         "retain_failures": stream.failed,
-        "backlog": _backlog_shape(stream.backlog, sending, rate),
+        "backlog": _backlog_shape(stream.backlog, sending, drain, rate),
         "backlog_series": stream.backlog,
         "retain_to_recallable_s": latency,
         "probe_failures": stream.probe_failures[:20],
