@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,17 @@ def turn_text(bank: int, seq: int) -> str:
     return f"I bought {seq * 1000 + bank % 1000 + 2} {thing} at the {place} market for order {bank}-{seq}."
 
 
+def _retrying(send: Callable[[], httpx.Response], attempts: int = 3) -> httpx.Response | None:
+    """A request again after a transport error (a kept-alive connection the server closed):
+    a retain carries its message id, so a second send is stored once."""
+    for _ in range(attempts):
+        try:
+            return send()
+        except httpx.TransportError:
+            time.sleep(0.5)
+    return None
+
+
 class Stream:
     def __init__(self, base_url: str, banks: int, rate: float, duration: float, probe_every: float) -> None:
         self.base_url, self.banks, self.rate, self.duration = base_url, banks, rate, duration
@@ -81,8 +93,8 @@ class Stream:
             "message_id": f"m{seq}",
             "timestamp": f"2024-06-{1 + seq % 28:02d}T{seq % 24:02d}:00:00Z",
         }
-        response = client.post(f"/v1/banks/{name}/memories", json={"items": [item]})
-        if response.status_code != 202:
+        response = _retrying(lambda: client.post(f"/v1/banks/{name}/memories", json={"items": [item]}))
+        if response is None or response.status_code != 202:
             with self.lock:
                 self.failed += 1
             return None
@@ -97,12 +109,13 @@ class Stream:
             return
         name, token = sent
         body = {"query": "What did I buy?", "after": token, "budget": "low", "max_tokens": 256}
-        response = client.post(f"/v1/banks/{name}/recall", json=body, timeout=120)
+        response = _retrying(lambda: client.post(f"/v1/banks/{name}/recall", json=body, timeout=120))
         with self.lock:
-            if response.status_code == 200:
+            if response is not None and response.status_code == 200:
                 self.latencies.append(time.perf_counter() - started)
             else:
-                self.probe_failures.append(f"{response.status_code} {response.text[:120]}")
+                failure = "no answer" if response is None else f"{response.status_code} {response.text[:120]}"
+                self.probe_failures.append(failure)
 
     def _watch(self, client: httpx.Client, stop: threading.Event, t0: float) -> None:
         while not stop.is_set():
