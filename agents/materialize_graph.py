@@ -117,13 +117,10 @@ async def apply_graph_event(
     return stored
 
 
-async def without_forgotten(conn: asyncpg.Connection, event: GraphEvent) -> GraphEvent:
+def without_forgotten(event: GraphEvent, gone: set[UUID], gone_messages: set[str]) -> GraphEvent:
     """Drop the facts that were forgotten, or cite a forgotten message, with their mentions
     and links: a redelivery, a replay or a record still in flight never brings them back."""
-    cited = {m for f in event.facts for m in f.source_message_ids}
-    gone_messages = await forget.forgotten_messages_among(conn, event.bank_id, sorted(cited)) if cited else {}
-    gone = await forget.forgotten_facts_among(conn, event.bank_id, [f.fact_id for f in event.facts])
-    gone |= {f.fact_id for f in event.facts if gone_messages.keys() & set(f.source_message_ids)}
+    gone = gone | {f.fact_id for f in event.facts if gone_messages & set(f.source_message_ids)}
     if not gone:
         return event
     return event.model_copy(
@@ -186,11 +183,18 @@ async def apply_event(
     if event.correction_id is not None:
         await apply_correction_event(conn, event, own)
     else:
+        gone_messages, gone, journaled = await forget.graph_event_check(
+            conn,
+            event.bank_id,
+            [m for f in event.facts for m in f.source_message_ids],
+            [f.fact_id for f in event.facts],
+            event.message_event_ids,
+        )
         # A journal row missing under a live bank was forgotten: its text must not be stored again.
-        keep_chunk = not event.message_event_ids or await messages.journaled_count(
-            conn, event.message_event_ids
-        ) == len(set(event.message_event_ids))
-        await apply_graph_event(conn, await without_forgotten(conn, event), own, keep_chunk=keep_chunk)
+        keep_chunk = journaled == len(set(event.message_event_ids))
+        await apply_graph_event(
+            conn, without_forgotten(event, gone, gone_messages), own, keep_chunk=keep_chunk
+        )
     if later is None:
         await own.flush(conn)
     return True

@@ -24,6 +24,7 @@ __all__ = [
     "forget_messages",
     "forgotten_facts_among",
     "forgotten_messages_among",
+    "graph_event_check",
     "known_messages",
     "message_tombstones",
     "remove_units",
@@ -243,6 +244,31 @@ async def forgotten_facts_among(
         list(set(unit_ids)),
     )
     return {r["unit_id"] for r in rows}
+
+
+async def graph_event_check(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    message_ids: Sequence[str],
+    unit_ids: Sequence[UUID],
+    journal_ids: Sequence[UUID],
+) -> tuple[set[str], set[UUID], int]:
+    """For one graph event, in one round trip: its forgotten messages, its forgotten facts, and
+    how many of its journal rows still exist."""
+    row = await conn.fetchrow(
+        """
+        SELECT (SELECT coalesce(array_agg(message_id), '{}') FROM forgotten_messages
+                WHERE bank_id = $1 AND message_id = ANY($2::text[])) AS messages,
+               (SELECT coalesce(array_agg(unit_id), '{}') FROM forgotten_facts
+                WHERE bank_id = $1 AND unit_id = ANY($3::uuid[])) AS facts,
+               (SELECT count(*) FROM messages WHERE id = ANY($4::uuid[])) AS journaled
+        """,
+        bank_id,
+        sorted(set(message_ids)),
+        list(set(unit_ids)),
+        list(set(journal_ids)),
+    )
+    return set(row["messages"]), set(row["facts"]), int(row["journaled"])
 
 
 async def message_tombstones(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> list[asyncpg.Record]:

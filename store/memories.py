@@ -98,30 +98,41 @@ async def stored_ids(conn: asyncpg.Connection, ids: Sequence[UUID]) -> set[UUID]
     return {r["id"] for r in rows}
 
 
+# The stored version is a correction the incoming extraction does not carry (an original
+# redelivered, or a re-extraction that took an older correction): the stored one wins.
+_KEPT = (
+    "(memory_units.metadata ? 'corrected_by'"
+    " AND memory_units.metadata->>'corrected_by' IS DISTINCT FROM EXCLUDED.metadata->>'corrected_by')"
+)
+
+
 async def upsert_fact(
     conn: asyncpg.Connection, bank_id: str, chunk_id: UUID | None, fact: ExtractedFact
 ) -> None:
     """Insert or refresh. An opinion's text and confidence belong to its updates once stored
-    (a redelivered formation must not undo them); an observation's evidence only grows."""
+    (a redelivered formation must not undo them); an observation's evidence only grows; a
+    corrected fact keeps its correction against a redelivered or older-corrected extraction."""
     await conn.execute(
-        """
+        f"""
         INSERT INTO memory_units (
             id, bank_id, text, embedding, fact_type, occurred_start, occurred_end, mentioned_at,
             confidence, tags, metadata, context, conversation_id, document_id, chunk_id,
             source_message_ids, evidence_ids)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
         ON CONFLICT (id) DO UPDATE SET
-            text = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.text ELSE EXCLUDED.text END,
-            embedding = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.embedding
+            text = CASE WHEN memory_units.fact_type = 'opinion' OR {_KEPT} THEN memory_units.text
+                        ELSE EXCLUDED.text END,
+            embedding = CASE WHEN memory_units.fact_type = 'opinion' OR {_KEPT} THEN memory_units.embedding
                              ELSE EXCLUDED.embedding END,
             fact_type = EXCLUDED.fact_type,
-            occurred_start = EXCLUDED.occurred_start,
-            occurred_end = EXCLUDED.occurred_end,
+            occurred_start = CASE WHEN {_KEPT} THEN memory_units.occurred_start ELSE EXCLUDED.occurred_start END,
+            occurred_end = CASE WHEN {_KEPT} THEN memory_units.occurred_end ELSE EXCLUDED.occurred_end END,
             mentioned_at = EXCLUDED.mentioned_at,
             confidence = CASE WHEN memory_units.fact_type = 'opinion' THEN memory_units.confidence
                               ELSE EXCLUDED.confidence END,
-            tags = EXCLUDED.tags,
-            metadata = memory_units.metadata || EXCLUDED.metadata,
+            tags = CASE WHEN {_KEPT} THEN memory_units.tags ELSE EXCLUDED.tags END,
+            metadata = CASE WHEN {_KEPT} THEN EXCLUDED.metadata || memory_units.metadata
+                            ELSE memory_units.metadata || EXCLUDED.metadata END,
             context = EXCLUDED.context,
             chunk_id = EXCLUDED.chunk_id,
             source_message_ids = ARRAY(SELECT DISTINCT unnest(
