@@ -9,17 +9,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import faust
 
-from tempr.schemas.events import ChunkEvent, ExtractedFact, FactsEvent, MessageEvent, encode_event
-from tempr.store import messages
+from tempr.agents.extraction.corrections import correction_event, keep_corrections
+from tempr.schemas.events import (
+    ChunkEvent,
+    ExtractedFact,
+    FactCorrection,
+    FactsEvent,
+    MessageEvent,
+    encode_event,
+)
+from tempr.store import corrections, messages
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["SPEC", "Extractor", "chunk_text", "embedding_text", "facts_event", "read_history", "register"]
+__all__ = [
+    "EMBED_GROUP_FACTS",
+    "SPEC",
+    "Extractor",
+    "chunk_text",
+    "dated_text",
+    "embedding_text",
+    "extract_and_embed",
+    "facts_event",
+    "read_history",
+    "register",
+]
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +48,11 @@ Extractor = Callable[[ChunkEvent], Awaitable[list[ExtractedFact]]]
 
 def embedding_text(fact: ExtractedFact) -> str:
     """The fact as embedded: its text with a readable date, so time words can match."""
-    when = fact.occurred_start or fact.mentioned_at
-    return f"{fact.text} ({when:%-d %B %Y})" if when else fact.text
+    return dated_text(fact.text, fact.occurred_start or fact.mentioned_at)
+
+
+def dated_text(text: str, when: datetime | None) -> str:
+    return f"{text} ({when:%-d %B %Y})" if when else text
 
 
 def chunk_text(chunk: ChunkEvent) -> str:
@@ -95,27 +118,124 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
     return local
 
 
-SPEC = StageSpec(name="extract_facts", source="chunks", accepts=(ChunkEvent,), emits=(FactsEvent,), batch=32)
+SPEC = StageSpec(
+    name="extract_facts",
+    source="chunks",
+    accepts=(ChunkEvent, FactCorrection),
+    emits=(FactsEvent,),
+    batch=32,
+)
+
+
+async def _with_corrections(pool: Any, bank_id: str, facts: list[ExtractedFact]) -> list[ExtractedFact]:
+    """A re-extracted fact (a replay) takes the latest correction it had."""
+    kept = await corrections.applied_corrections_for(pool, bank_id, [f.fact_id for f in facts])
+    return keep_corrections(facts, kept) if kept else facts
+
+
+async def _correction(pool: Any, event: FactCorrection) -> FactsEvent | None:
+    found = await corrections.to_apply(pool, event.correction_id)
+    return None if found is None else correction_event(*found)
+
+
+# Facts of finished chunks sent to the model at once, at most: the model's batches stay full
+# while each chunk's facts still leave soon after it is extracted.
+EMBED_GROUP_FACTS = 256
+
+
+async def extract_and_embed(
+    chunks: Sequence[ChunkEvent],
+    extract: Extractor,
+    embedder: Any,
+    emit: Callable[[FactsEvent], Awaitable[None]],
+    *,
+    group_facts: int = EMBED_GROUP_FACTS,
+) -> None:
+    """Extract every chunk, embed its facts, emit each chunk's facts in input order.
+
+    The stages overlap: the facts of every chunk extracted so far are embedded together while
+    later chunks are still being extracted, and a chunk is emitted once it and all before it
+    are embedded. A failure anywhere cancels the rest (the harness then retries record by record;
+    what was emitted is emitted again, and the ids make that harmless).
+    """
+    events: list[FactsEvent | None] = [None] * len(chunks)
+    embedded = [asyncio.Event() for _ in chunks]
+    ready: asyncio.Queue[int] = asyncio.Queue()
+
+    async def extract_one(i: int) -> None:
+        events[i] = facts_event(chunks[i], await extract(chunks[i]))
+        ready.put_nowait(i)
+
+    def facts_of(i: int) -> list[ExtractedFact]:
+        event = events[i]
+        assert event is not None
+        return event.facts
+
+    async def embed_all() -> None:
+        remaining = len(chunks)
+        while remaining:
+            group = [await ready.get()]
+            size = len(facts_of(group[0]))
+            while not ready.empty() and size < group_facts:
+                group.append(ready.get_nowait())
+                size += len(facts_of(group[-1]))
+            facts = [f for i in group for f in facts_of(i)]
+            if facts:
+                await embed_facts(embedder, facts)
+            for i in group:
+                embedded[i].set()
+            remaining -= len(group)
+
+    async def emit_in_order() -> None:
+        for i, done in enumerate(embedded):
+            await done.wait()
+            event = events[i]
+            assert event is not None
+            await emit(event)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for i in range(len(chunks)):
+                group.create_task(extract_one(i))
+            group.create_task(embed_all())
+            group.create_task(emit_in_order())
+    except BaseExceptionGroup as failed:
+        # The harness tells a database outage (waited out) from a bad record by the error's type.
+        raise _first(failed) from None
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     state: dict[str, Any] = {}
 
-    async def handle(records: list[Record[ChunkEvent]]) -> None:
+    async def handle(records: list[Record[ChunkEvent | FactCorrection]]) -> None:
         extractor = state.get("extractor") or state.setdefault("extractor", choose_extractor(ctx))
         in_flight = state.get("in_flight") or state.setdefault(
             "in_flight", asyncio.Semaphore(ctx.settings.llm_concurrency)
         )
 
-        async def one(chunk: ChunkEvent) -> FactsEvent:
-            async with in_flight:
-                return facts_event(chunk, await extractor(chunk))
+        async def extract(chunk: ChunkEvent) -> list[ExtractedFact]:
+            async with in_flight:  # many chunks in flight at once (LLM latency)
+                return await _with_corrections(ctx.db, chunk.bank_id, await extractor(chunk))
 
-        # Many chunks in flight at once (LLM latency); results keep the input order.
-        outputs = await asyncio.gather(*(one(r.event) for r in records))
-        await embed_facts(ctx.embeddings, [f for out in outputs for f in out.facts])
-        for out in outputs:
+        async def emit(out: FactsEvent) -> None:
             await (await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))
+
+        chunks = [r.event for r in records if isinstance(r.event, ChunkEvent)]
+        await extract_and_embed(chunks, extract, ctx.embeddings, emit)
+        fixes = [
+            out
+            for r in records
+            if isinstance(r.event, FactCorrection)
+            if (out := await _correction(ctx.db, r.event))
+        ]
+        await embed_facts(ctx.embeddings, [f for out in fixes for f in out.facts])
+        for out in fixes:
+            await emit(out)
 
     @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
     async def extract_facts(stream: Any) -> None:

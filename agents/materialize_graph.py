@@ -8,43 +8,85 @@ deterministic id, so a redelivered record changes nothing.
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 import asyncpg
 import faust
 
 from tempr.agents.resolution.near_duplicates import same_statement
-from tempr.schemas.events import ExtractedFact, GraphEvent, OpinionUpdate
-from tempr.store import bank_locks, banks, entities, links, memories, messages, opinions, watermarks
+from tempr.schemas.events import ExtractedFact, GraphEvent, MemoryLink, OpinionUpdate, ResolvedEntity
+from tempr.store import (
+    bank_locks,
+    banks,
+    corrections,
+    entities,
+    forget,
+    links,
+    memories,
+    messages,
+    opinions,
+    watermarks,
+)
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "SPEC", "apply_event", "apply_graph_event", "register"]
+__all__ = ["NEAR_DUPLICATE_COSINE", "SPEC", "BatchWrites", "apply_event", "apply_graph_event", "register"]
 
 log = logging.getLogger(__name__)
 
 NEAR_DUPLICATE_COSINE = 0.95
 
 
-async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
-    """Write one chunk's facts, entities and links; returns the number of facts stored anew.
+@dataclass
+class BatchWrites:
+    """Writes kept for the end of a batch's transaction: the full entity upserts and mention
+    counts (rows the resolver also writes: locked only for the commit, in id order, so no
+    convoy forms behind the open transaction) and every link in one statement per bank."""
 
-    Call through `apply_event`, which drops what belongs to a deleted bank first.
+    entities: dict[str, list[ResolvedEntity]] = field(default_factory=lambda: defaultdict(list))
+    mentioned: set[UUID] = field(default_factory=set)
+    links: dict[str, list[MemoryLink]] = field(default_factory=lambda: defaultdict(list))
+
+    async def flush(self, conn: asyncpg.Connection) -> None:
+        for bank_id in sorted(self.entities):
+            await entities.upsert_entities(conn, bank_id, self.entities[bank_id])
+        if self.mentioned:
+            await entities.refresh_mention_counts(conn, sorted(self.mentioned, key=lambda e: e.int))
+        for bank_id in sorted(self.links):
+            await links.upsert_links(conn, bank_id, self.links[bank_id])
+        self.entities.clear()
+        self.mentioned.clear()
+        self.links.clear()
+
+
+async def apply_graph_event(
+    conn: asyncpg.Connection, event: GraphEvent, later: BatchWrites, *, keep_chunk: bool = True
+) -> int:
+    """Write one chunk's facts and mentions now, its entities' updates and links into `later`;
+    returns the number of facts stored anew.
+
+    Call through `apply_event`, which drops what belongs to a deleted bank or was forgotten
+    first (`keep_chunk` False: the chunk's text holds a forgotten message).
     """
     await banks.ensure_banks(conn, [event.bank_id])
-    await memories.upsert_chunk(
-        conn,
-        chunk_id=event.chunk_id,
-        bank_id=event.bank_id,
-        conversation_id=event.conversation_id,
-        document_id=event.document_id,
-        text=event.chunk_text,
-        message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
-    )
+    if keep_chunk:
+        await memories.upsert_chunk(
+            conn,
+            chunk_id=event.chunk_id,
+            bank_id=event.bank_id,
+            conversation_id=event.conversation_id,
+            document_id=event.document_id,
+            text=event.chunk_text,
+            message_ids=sorted({mid for f in event.facts for mid in f.source_message_ids}),
+        )
+    stored_before = await memories.stored_ids(conn, [f.fact_id for f in event.facts])
     replaced: dict[Any, Any] = {}
     stored = 0
     for fact in event.facts:
-        exists = await conn.fetchval("SELECT 1 FROM memory_units WHERE id = $1", fact.fact_id)
+        exists = fact.fact_id in stored_before
         duplicate = None if exists else await _same_statement_stored(conn, event.bank_id, fact)
         if duplicate is not None:
             await memories.merge_provenance(conn, duplicate, fact.source_message_ids, fact.evidence_ids)
@@ -53,27 +95,58 @@ async def apply_graph_event(conn: asyncpg.Connection, event: GraphEvent) -> int:
         await memories.upsert_fact(conn, event.bank_id, event.chunk_id, fact)
         stored += 0 if exists else 1
     if event.entities:
-        await entities.upsert_entities(conn, event.bank_id, event.entities)
+        await entities.insert_missing_entities(conn, event.bank_id, event.entities)
+        later.entities[event.bank_id].extend(event.entities)
     if event.unit_entities:
         pairs = [
             ue.model_copy(update={"unit_id": replaced.get(ue.unit_id, ue.unit_id)})
             for ue in event.unit_entities
         ]
         await entities.link_units_to_entities(conn, event.bank_id, pairs)
-        await entities.refresh_mention_counts(conn, sorted({p.entity_id for p in pairs}))
-    if event.links:
-        remapped = [
-            lk.model_copy(
-                update={
-                    "from_id": replaced.get(lk.from_id, lk.from_id),
-                    "to_id": replaced.get(lk.to_id, lk.to_id),
-                }
-            )
-            for lk in event.links
-        ]
-        await links.upsert_links(conn, event.bank_id, [lk for lk in remapped if lk.from_id != lk.to_id])
+        later.mentioned.update(p.entity_id for p in pairs)
+    later.links[event.bank_id].extend(
+        lk.model_copy(
+            update={
+                "from_id": replaced.get(lk.from_id, lk.from_id),
+                "to_id": replaced.get(lk.to_id, lk.to_id),
+            }
+        )
+        for lk in event.links
+    )
     await messages.mark_processed(conn, event.message_event_ids)
     return stored
+
+
+async def without_forgotten(conn: asyncpg.Connection, event: GraphEvent) -> GraphEvent:
+    """Drop the facts that were forgotten, or cite a forgotten message, with their mentions
+    and links: a redelivery, a replay or a record still in flight never brings them back."""
+    cited = {m for f in event.facts for m in f.source_message_ids}
+    gone_messages = await forget.forgotten_messages_among(conn, event.bank_id, sorted(cited)) if cited else {}
+    gone = await forget.forgotten_facts_among(conn, event.bank_id, [f.fact_id for f in event.facts])
+    gone |= {f.fact_id for f in event.facts if gone_messages.keys() & set(f.source_message_ids)}
+    if not gone:
+        return event
+    return event.model_copy(
+        update={
+            "facts": [f for f in event.facts if f.fact_id not in gone],
+            "unit_entities": [ue for ue in event.unit_entities if ue.unit_id not in gone],
+            "links": [lk for lk in event.links if lk.from_id not in gone and lk.to_id not in gone],
+        }
+    )
+
+
+async def apply_correction_event(conn: asyncpg.Connection, event: GraphEvent, later: BatchWrites) -> None:
+    """Idempotent: a correction already applied (or superseded) changes nothing."""
+    assert event.correction_id is not None
+    if not await corrections.apply_correction(conn, event.correction_id, event.facts[0].embedding):
+        return
+    if event.entities:
+        await entities.insert_missing_entities(conn, event.bank_id, event.entities)
+        later.entities[event.bank_id].extend(event.entities)
+    if event.unit_entities:
+        await entities.link_units_to_entities(conn, event.bank_id, event.unit_entities)
+        later.mentioned.update(p.entity_id for p in event.unit_entities)
+    later.links[event.bank_id].extend(lk for lk in event.links if lk.from_id != lk.to_id)
 
 
 async def _same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
@@ -99,14 +172,27 @@ async def _stale_for_deleted_bank(conn: asyncpg.Connection, event: GraphEvent) -
     return bool(times) and min(times) <= deleted_at
 
 
-async def apply_event(conn: asyncpg.Connection, event: GraphEvent | OpinionUpdate) -> bool:
-    """Returns False for an event that belongs to a deleted bank (nothing was written)."""
+async def apply_event(
+    conn: asyncpg.Connection, event: GraphEvent | OpinionUpdate, later: BatchWrites | None = None
+) -> bool:
+    """Returns False for an event that belongs to a deleted bank (nothing was written). With
+    `later`, part of the writes wait there for the batch's `flush`; without, they are done here."""
     if isinstance(event, OpinionUpdate):
         await opinions.apply_opinion_update(conn, event)
         return True
     if await _stale_for_deleted_bank(conn, event):
         return False
-    await apply_graph_event(conn, event)
+    own = later or BatchWrites()
+    if event.correction_id is not None:
+        await apply_correction_event(conn, event, own)
+    else:
+        # A journal row missing under a live bank was forgotten: its text must not be stored again.
+        keep_chunk = not event.message_event_ids or await messages.journaled_count(
+            conn, event.message_event_ids
+        ) == len(set(event.message_event_ids))
+        await apply_graph_event(conn, await without_forgotten(conn, event), own, keep_chunk=keep_chunk)
+    if later is None:
+        await own.flush(conn)
     return True
 
 
@@ -131,8 +217,10 @@ async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | O
         return
     async with pool.acquire() as conn, conn.transaction():
         await bank_locks.share_banks_for_writes(conn, (graph.bank_id for _, graph in batch))
+        later = BatchWrites()
         for event, graph in batch:
-            if await apply_event(conn, graph):
+            if await apply_event(conn, graph, later):
                 await watermarks.advance_watermark(
                     conn, graph.bank_id, event.message.topic, event.message.partition, event.message.offset
                 )
+        await later.flush(conn)

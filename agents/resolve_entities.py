@@ -53,28 +53,40 @@ def _points(rows: list[asyncpg.Record]) -> list[FactPoint]:
     ]
 
 
-async def _neighbours(pool: asyncpg.Pool, resolved: ResolvedFacts) -> list[FactPoint]:
-    bank = resolved.event.bank_id
-    times = [t for f in resolved.event.facts if (t := fact_time(f)) is not None]
-    found: dict[UUID, FactPoint] = {}
-    if times:
-        for p in _points(await graph_context.temporal_neighbours(pool, bank, min(times), max(times))):
-            found[p.unit_id] = p
-    for fact in resolved.event.facts:
-        if fact.embedding is not None:
-            for p in _points(await graph_context.semantic_neighbours(pool, bank, fact.embedding)):
-                found[p.unit_id] = p
-    entity_ids = sorted({ue.entity_id for ue in resolved.unit_entities})
-    for p in _points(await graph_context.entity_neighbours(pool, bank, entity_ids)):
-        found[p.unit_id] = p
-    return list(found.values())
+async def _neighbours(pool: asyncpg.Pool, batch: list[ResolvedFacts]) -> list[list[FactPoint]]:
+    """Stored facts each event's new facts may link to: near them in time (per event), by
+    meaning (one exact query for every fact of the batch) and through their entities (one
+    query for every entity of the batch)."""
+    bank = batch[0].event.bank_id
+    found: list[dict[UUID, FactPoint]] = [{} for _ in batch]
+    for i, resolved in enumerate(batch):
+        times = [t for f in resolved.event.facts if (t := fact_time(f)) is not None]
+        if times:
+            rows = await graph_context.temporal_neighbours(pool, bank, min(times), max(times))
+            found[i].update((p.unit_id, p) for p in _points(rows))
+    owner = [i for i, r in enumerate(batch) for f in r.event.facts if f.embedding is not None]
+    embeddings = [f.embedding for r in batch for f in r.event.facts if f.embedding is not None]
+    for row, point in _with_points(await graph_context.semantic_neighbours_of_many(pool, bank, embeddings)):
+        for i in {owner[q] for q in row["queries"]}:
+            found[i][point.unit_id] = point
+    wanted = [{ue.entity_id for ue in r.unit_entities} for r in batch]
+    all_entities = sorted(set().union(*wanted), key=lambda e: e.int)
+    for row, point in _with_points(await graph_context.entity_neighbours(pool, bank, all_entities)):
+        for i, theirs in enumerate(wanted):
+            if theirs.intersection(row["via"]):
+                found[i][point.unit_id] = point
+    return [list(f.values()) for f in found]
+
+
+def _with_points(rows: list[asyncpg.Record]) -> zip[tuple[asyncpg.Record, FactPoint]]:
+    return zip(rows, _points(rows), strict=True)
 
 
 async def resolve_bank_batch(
     pool: asyncpg.Pool, events: list[FactsEvent], recent: deque[FactPoint], llm: LLMClient | None = None
 ) -> list[GraphEvent]:
     """One bank's events, in order: resolve (an LLM judging borderline merges when configured),
-    persist new entities, link."""
+    persist the entities (one statement for the batch), link."""
     bank = events[0].bank_id
     known = {
         r["id"]: KnownEntity(
@@ -87,7 +99,7 @@ async def resolve_bank_batch(
         )
         for r in await graph_context.known_entities(pool, bank)
     }
-    out: list[GraphEvent] = []
+    batch: list[ResolvedFacts] = []
     for event in events:
         decide = None
         if llm is not None and (pairs := borderline_merges(event, known)):
@@ -96,12 +108,15 @@ async def resolve_bank_batch(
             def decide(r: Resolution, c: KnownEntity, _f: object, d: dict = decisions) -> bool:
                 return d.get(pair_key(r, c), True)
 
-        resolved = resolve_facts(event, known, decide)
-        if resolved.entities:
-            async with pool.acquire() as conn:
-                await entity_store.upsert_entities(conn, bank, list(resolved.entities.values()))
+        batch.append(resolve_facts(event, known, decide))
+    touched = [e for resolved in batch for e in resolved.entities.values()]
+    if touched:
+        async with pool.acquire() as conn:
+            await entity_store.upsert_entities(conn, bank, touched)
+    out: list[GraphEvent] = []
+    for resolved, neighbours in zip(batch, await _neighbours(pool, batch), strict=True):
         existing = {p.unit_id: p for p in recent}
-        existing.update({p.unit_id: p for p in await _neighbours(pool, resolved)})
+        existing.update({p.unit_id: p for p in neighbours})
         out.append(link_facts(resolved, list(existing.values())))
         recent.extend(resolved.points)
     return out

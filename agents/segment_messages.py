@@ -19,7 +19,7 @@ import faust
 from aiokafka.errors import MessageSizeTooLargeError
 
 from tempr.agents.extraction.sentences import sentence_spans
-from tempr.errors import PoisonRecord
+from tempr.errors import ForgottenMessage, PoisonRecord
 from tempr.schemas.events import (
     BankDeleted,
     ChunkEvent,
@@ -298,6 +298,11 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                 # Journaled here too, so messages produced straight to the topic get the same
                 # redelivery as retains; a deleted bank's old messages stop here.
                 receipt = await messages.journal_from_log(ctx.db, event)
+                if receipt.forgotten_at is not None and not receipt.stale:
+                    raise ForgottenMessage(
+                        f"message {event.message_id!r} of bank {event.bank_id!r} was forgotten at "
+                        f"{receipt.forgotten_at.isoformat()} (tombstone): it is not stored again"
+                    )
                 if receipt.stale or receipt.parked:
                     await record.ack()
                 elif receipt.attempts > settings.max_attempts:

@@ -31,6 +31,7 @@ __all__ = [
     "embedder_from_settings",
     "get_embedder",
     "resolve_model_path",
+    "set_torch_threads",
 ]
 
 
@@ -45,6 +46,13 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     async def aencode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def set_torch_threads(threads: int) -> None:
+    """Threads torch uses for one forward pass in this process (local models only)."""
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def resolve_model_path(name: str) -> str:

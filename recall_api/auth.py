@@ -63,6 +63,12 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("GET", f"{_B}/stats"): Rule(_R),
     ("POST", f"{_B}/memories"): Rule(_W, limit="retain"),
     ("GET", f"{_B}/memories"): Rule(_R),
+    ("GET", f"{_B}/memories/{{memory_id}}"): Rule(_R),
+    # Forgetting and correcting change what the bank holds, like retain: write.
+    ("PATCH", f"{_B}/memories/{{memory_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/memories/{{memory_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/messages/{{message_id}}"): Rule(_W),
+    ("DELETE", f"{_B}/conversations/{{conversation_id}}"): Rule(_W),
     ("POST", f"{_B}/recall"): Rule(_R, limit="recall"),
     ("POST", f"{_B}/reflect"): Rule(_W),  # forms opinions
     ("GET", f"{_B}/entities"): Rule(_R),
@@ -72,6 +78,10 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("GET", f"{_B}/opinions"): Rule(_R),
     ("GET", f"{_B}/opinions/{{opinion_id}}"): Rule(_R),
     ("POST", f"{_B}/replay"): Rule(_A),
+    # The whole bank, raw messages and tombstones included (more than any read route shows),
+    # and an import writes rows past the pipeline's checks: operators' tools, admin.
+    ("GET", f"{_B}/export"): Rule(_A),
+    ("POST", f"{_B}/import"): Rule(_A),
     ("GET", "/v1/dead-letters"): Rule(_A),  # lists only letters of banks the key sees
     ("POST", "/v1/dead-letters/{letter_id}/replay"): Rule(_A),  # the letter's bank checked there
     ("GET", "/v1/keys"): Rule(_A, every_bank=True),

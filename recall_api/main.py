@@ -11,7 +11,7 @@ from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tempr import __version__
-from tempr.inference.embeddings import embedder_from_settings
+from tempr.inference.embeddings import embedder_from_settings, set_torch_threads
 from tempr.inference.llm import LLMClient
 from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.recall_api.audit_log import AuditLog
@@ -19,15 +19,19 @@ from tempr.recall_api.auth import McpAuth, authorize
 from tempr.recall_api.console import install_console
 from tempr.recall_api.errors import install_error_handlers
 from tempr.recall_api.guards import BodyLimit, LoopbackOnly, is_loopback
+from tempr.recall_api.index_maintenance import maintenance_loop
 from tempr.recall_api.mcp_server import MCP_PATH, mcp_lifespan, mount_mcp
 from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
 from tempr.recall_api.recall.inflections import load_lexicon
 from tempr.recall_api.routes import (
+    bank_transfer,
     banks,
+    corrections,
     dead_letters,
     documents,
     entities,
+    forget,
     health,
     keys,
     memories,
@@ -44,12 +48,13 @@ from tempr.store.pool import create_pool
 from tempr.streams.admin import ensure_topics
 from tempr.streams.broker_features import detect_features
 from tempr.streams.control import control_key
+from tempr.streams.embedded import die_with_parent
 from tempr.streams.group_lag import GroupLag
 from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, start_producer
 from tempr.streams.topics import ALL_TOPICS, WORKER_GROUP
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "create_worker_app"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,13 @@ class _Metrics:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
+
+
+def create_worker_app() -> FastAPI:
+    """The app of one of several uvicorn workers (`tempr api --workers N`). A worker dies with
+    the process that started it, so a killed API leaves no worker holding its port."""
+    die_with_parent()
+    return create_app()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -82,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning(
                 "tempr API is OPEN (no API keys): anyone who reaches %s can use every bank", settings.host
             )
+        set_torch_threads(settings.api_torch_threads())
         try:
             embedder, _ = await asyncio.gather(
                 asyncio.to_thread(embedder_from_settings, settings), asyncio.to_thread(load_lexicon)
@@ -108,10 +121,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.publisher = Publisher(pool, producer, control_key=control_key(settings))
         app.state.embedder = embedder
         app.state.llm = LLMClient(settings) if settings.llm_configured else None
+        maintenance = (
+            asyncio.create_task(maintenance_loop(settings)) if settings.index_maintenance_interval_s else None
+        )
         try:
             async with mcp_lifespan(app):
                 yield
         finally:
+            if maintenance is not None:
+                maintenance.cancel()
             if app.state.llm is not None:
                 await app.state.llm.aclose()
             if app.state.group_lag is not None:
@@ -139,6 +157,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(memories.router)
+    app.include_router(corrections.router)
+    app.include_router(forget.router)
+    app.include_router(bank_transfer.router)
     app.include_router(dead_letters.router)
     app.include_router(entities.router)
     app.include_router(documents.router)

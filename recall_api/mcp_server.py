@@ -33,6 +33,7 @@ from tempr import __version__
 from tempr.client import AsyncTemprClient, TemprAPIError
 from tempr.schemas.api import BankStats, DocumentDeleted, EntityPage
 from tempr.schemas.banks import Bank, BankPage, Disposition
+from tempr.schemas.lifecycle import CorrectionAccepted, ForgetResponse
 from tempr.schemas.recall import FactType
 from tempr.schemas.reflect import ReflectResponse
 
@@ -252,6 +253,44 @@ class TemprTools:
         Use it when the user asks to forget something or a document was withdrawn."""
         return await self._ask(self.client.delete_document(bank, document_id))
 
+    async def forget(
+        self,
+        bank: BankArg,
+        memory_id: Annotated[str | None, Field(description="A fact's id, as recall returned it.")] = None,
+        message_id: Annotated[
+            str | None, Field(description="A message's id: it goes with every fact made from it.")
+        ] = None,
+    ) -> ForgetResponse:
+        """Forget for good, when the user asks you to forget something ("forget what I told you
+        about X") or a memory must not be kept: give a fact's id (from recall) to drop that fact,
+        or a message's id to drop the message and everything learned from it. Forgotten things
+        never come back, not even if the same message is sent again. To fix a wrong fact instead,
+        use correct."""
+        if (memory_id is None) == (message_id is None):
+            raise ToolError("give exactly one of memory_id or message_id")
+        if memory_id is not None:
+            return await self._ask(self.client.forget_memory(bank, memory_id))
+        return await self._ask(self.client.forget_message(bank, message_id or ""))
+
+    async def correct(
+        self,
+        bank: BankArg,
+        memory_id: Annotated[str, Field(description="The fact's id, as recall returned it.")],
+        text: Annotated[str | None, Field(description="The fact as it should read.")] = None,
+        occurred_start: Annotated[AwareDatetime | None, Field(description="When it began.")] = None,
+        occurred_end: Annotated[AwareDatetime | None, Field(description="When it ended.")] = None,
+        reason: Annotated[str, Field(description="Why, kept with the old version.")] = "",
+    ) -> CorrectionAccepted:
+        """Correct a remembered fact that is wrong or out of date (the user says "no, it was
+        Porto, not Lisbon", or a date was misread): give its id from recall and the corrected
+        text or dates. The old version is kept in the fact's history. Pass the returned
+        consistency token to recall as `after` to see the correction at once."""
+        changes = {"text": text, "occurred_start": occurred_start, "occurred_end": occurred_end}
+        given = {k: v for k, v in changes.items() if v is not None}
+        if not given:
+            raise ToolError("give text, occurred_start or occurred_end")
+        return await self._ask(self.client.correct_memory(bank, memory_id, reason=reason, **given))
+
     def all(self) -> list[Callable[..., Awaitable[Any]]]:
         return [
             self.retain,
@@ -263,6 +302,8 @@ class TemprTools:
             self.bank_stats,
             self.list_entities,
             self.delete_document,
+            self.forget,
+            self.correct,
         ]
 
 

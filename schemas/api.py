@@ -104,15 +104,21 @@ class ConsistencyToken(BaseModel):
     )
 
     @staticmethod
-    def encode(journal_seq: int) -> str:
-        return f"j{journal_seq}"
+    def encode(journal_seq: int, correction_seq: int | None = None) -> str:
+        """`j<seq>`; a correction adds `c<seq>`: wait for it to be applied too."""
+        return f"j{journal_seq}" if correction_seq is None else f"j{journal_seq}c{correction_seq}"
 
     @staticmethod
     def decode(token: str) -> int:
+        return ConsistencyToken.decode_parts(token)[0]
+
+    @staticmethod
+    def decode_parts(token: str) -> tuple[int, int | None]:
         # At most 18 digits: a journal sequence number is a bigint.
-        if re.fullmatch(r"j[0-9]{1,18}", token) is None:
+        found = re.fullmatch(r"j([0-9]{1,18})(?:c([0-9]{1,18}))?", token)
+        if found is None:
             raise ValueError(f"not a consistency token: {token!r}")
-        return int(token[1:])
+        return int(found[1]), None if found[2] is None else int(found[2])
 
 
 class RetainResponse(BaseModel):

@@ -68,6 +68,19 @@ class BankConfig(BaseModel):
     graph_retriever: Literal["bfs", "mpfp"] | None = Field(
         default=None, description="Recall's graph arm for this bank when a request does not choose."
     )
+    message_retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Raw messages (journal, chunks) accepted longer ago than this are forgotten and "
+        "tombstoned; the facts made from them stay (default: kept forever).",
+    )
+    fact_retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Facts stored longer ago than this are forgotten and tombstoned (default: kept forever).",
+    )
 
 
 class BankIn(BaseModel):

@@ -24,6 +24,7 @@ __all__ = [
     "EndOfConversation",
     "EntityMention",
     "ExtractedFact",
+    "FactCorrection",
     "FactType",
     "FactsEvent",
     "GraphEvent",
@@ -138,6 +139,8 @@ class FactsEvent(_Event):
     document_id: str | None = None
     message_event_ids: list[UUID]
     facts: list[ExtractedFact] = Field(default_factory=list)
+    # Set when the one fact is a correction of a stored fact (`FactCorrection`), not new.
+    correction_id: UUID | None = None
 
 
 class ResolvedEntity(BaseModel):
@@ -176,6 +179,7 @@ class GraphEvent(_Event):
     entities: list[ResolvedEntity] = Field(default_factory=list)
     unit_entities: list[UnitEntity] = Field(default_factory=list)
     links: list[MemoryLink] = Field(default_factory=list)
+    correction_id: UUID | None = None
 
 
 class OpinionUpdate(_Event):
@@ -199,6 +203,19 @@ class OpinionUpdate(_Event):
     evidence_ids: list[UUID] = Field(default_factory=list)
     evidence_message_ids: list[str] = Field(default_factory=list)
     reasoning: str = ""
+
+
+class FactCorrection(_Event):
+    """A stored fact was corrected (tempr.chunks.v1, keyed like the fact's conversation).
+
+    Only a pointer: the new version is the API's row in `fact_corrections`, which the
+    extractor reads, so nobody who can merely produce to the topic can rewrite a fact."""
+
+    event_type: Literal["fact_correction"] = "fact_correction"
+    schema_version: Literal[1] = 1
+    bank_id: BankId
+    correction_id: UUID
+    unit_id: UUID
 
 
 class BankDeleted(_Event):
@@ -236,6 +253,7 @@ StreamEvent = Annotated[
     | FactsEvent
     | GraphEvent
     | OpinionUpdate
+    | FactCorrection
     | BankDeleted
     | DeadLetter,
     Field(discriminator="event_type"),

@@ -30,10 +30,18 @@ _BANK_COLUMNS = "id, coalesce(name, id) AS name, background, disposition, config
 
 # Every table holding a bank's rows, children first (links and unit_entities cascade anyway).
 _BANK_TABLES = (
+    "fact_history",
+    "fact_corrections",
+    "forgotten_facts",
+    "forgotten_messages",
     "opinion_history",
     "memory_links",
     "unit_entities",
     "memory_units",
+    "bank_fact_counts",
+    "bank_link_counts",
+    "bank_lexemes",
+    "bank_keyword_stats",
     "entities",
     "chunks",
     "documents",

@@ -2,14 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 import asyncpg
 
 from tempr.schemas.events import ResolvedEntity, UnitEntity
 
-__all__ = ["bank_entities", "link_units_to_entities", "refresh_mention_counts", "upsert_entities"]
+__all__ = [
+    "bank_entities",
+    "insert_missing_entities",
+    "link_units_to_entities",
+    "merge_entities",
+    "refresh_mention_counts",
+    "upsert_entities",
+]
+
+
+def merge_entities(entities: Iterable[ResolvedEntity]) -> list[ResolvedEntity]:
+    """One row per entity, as the upsert would leave it after each in turn (aliases joined,
+    the earliest first and the latest last sighting, the first kind other than 'other'), in id
+    order: writers that lock entities in one order cannot deadlock."""
+    merged: dict[UUID, ResolvedEntity] = {}
+    for e in entities:
+        seen = merged.get(e.entity_id)
+        if seen is None:
+            merged[e.entity_id] = e
+            continue
+        merged[e.entity_id] = seen.model_copy(
+            update={
+                "aliases": sorted(set(seen.aliases) | set(e.aliases)),
+                "kind": e.kind if seen.kind == "other" else seen.kind,
+                "first_seen": min((t for t in (seen.first_seen, e.first_seen) if t), default=None),
+                "last_seen": max((t for t in (seen.last_seen, e.last_seen) if t), default=None),
+            }
+        )
+    return [merged[k] for k in sorted(merged, key=lambda k: k.int)]
 
 
 async def upsert_entities(conn: asyncpg.Connection, bank_id: str, entities: Sequence[ResolvedEntity]) -> None:
@@ -25,18 +53,39 @@ async def upsert_entities(conn: asyncpg.Connection, bank_id: str, entities: Sequ
         """,
         [
             (e.entity_id, bank_id, e.canonical_name, e.kind, e.aliases, e.first_seen, e.last_seen)
-            for e in entities
+            for e in merge_entities(entities)
+        ],
+    )
+
+
+async def insert_missing_entities(
+    conn: asyncpg.Connection, bank_id: str, entities: Sequence[ResolvedEntity]
+) -> None:
+    """Create the entities not stored yet, touching (and locking) none that are: the full
+    upsert can then wait for the end of a long transaction, so its row locks are held briefly."""
+    await conn.executemany(
+        """
+        INSERT INTO entities (id, bank_id, canonical_name, kind, aliases, first_seen, last_seen)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (id) DO NOTHING
+        """,
+        [
+            (e.entity_id, bank_id, e.canonical_name, e.kind, e.aliases, e.first_seen, e.last_seen)
+            for e in merge_entities(entities)
         ],
     )
 
 
 async def link_units_to_entities(conn: asyncpg.Connection, bank_id: str, pairs: Sequence[UnitEntity]) -> None:
-    await conn.executemany(
+    await conn.execute(
         """
-        INSERT INTO unit_entities (unit_id, entity_id, bank_id) VALUES ($1, $2, $3)
+        INSERT INTO unit_entities (unit_id, entity_id, bank_id)
+        SELECT p.unit_id, p.entity_id, $3 FROM unnest($1::uuid[], $2::uuid[]) AS p(unit_id, entity_id)
         ON CONFLICT DO NOTHING
         """,
-        [(p.unit_id, p.entity_id, bank_id) for p in pairs],
+        [p.unit_id for p in pairs],
+        [p.entity_id for p in pairs],
+        bank_id,
     )
 
 

@@ -9,7 +9,12 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-__all__ = ["entity_neighbours", "known_entities", "semantic_neighbours", "temporal_neighbours"]
+__all__ = [
+    "entity_neighbours",
+    "known_entities",
+    "semantic_neighbours_of_many",
+    "temporal_neighbours",
+]
 
 _POINT_COLUMNS = """
     u.id, coalesce(u.occurred_start, u.mentioned_at) AS when_at, u.embedding,
@@ -54,27 +59,68 @@ async def temporal_neighbours(
     )
 
 
-async def semantic_neighbours(
+# Small banks: the bank's vectors read once, scored against every query (exact).
+_NEAREST_EXACT = """
+    WITH q AS MATERIALIZED (
+        SELECT i, v::vector AS v FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+    ), scored AS MATERIALIZED (
+        SELECT q.i, u.id, u.embedding <=> q.v AS d
+        FROM q CROSS JOIN memory_units u
+        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
+    )
+    SELECT i, id, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r
+    FROM scored WHERE 1 - d >= $3
+"""
+# A bank with an HNSW index of its own (store/vector_indexes.py): one index probe per query.
+_NEAREST_INDEXED = """
+    SELECT q.i, n.id, n.r FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+    CROSS JOIN LATERAL (
+        SELECT u.id, 1 AS r, u.embedding <=> q.v::vector AS d
+        FROM memory_units u
+        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
+        ORDER BY u.embedding <=> q.v::vector
+        LIMIT $4
+    ) n
+    WHERE 1 - n.d >= $3
+"""
+
+
+async def semantic_neighbours_of_many(
     conn: asyncpg.Connection | asyncpg.Pool,
     bank_id: str,
-    embedding: Sequence[float],
+    embeddings: Sequence[Sequence[float]],
     *,
     min_cosine: float = 0.7,
     limit: int = 10,
 ) -> list[asyncpg.Record]:
-    vector = np.asarray(embedding, dtype=np.float32)
+    """The nearest facts (cosine ≥ ``min_cosine``, ``limit`` each) of every embedding at once,
+    one statement: exact for a bank without an index of its own (a shared index filtered by
+    bank can miss a small bank's neighbours), through the bank's own index otherwise. Each
+    row is a neighbour with ``queries``, the 0-based positions of the embeddings it is among
+    the nearest ``limit`` of."""
+    if not embeddings:
+        return []
+    indexed = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM bank_vector_indexes WHERE bank_id = $1)", bank_id
+    )
     return await conn.fetch(
         f"""
-        SELECT {_POINT_COLUMNS} FROM memory_units u
-        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL AND 1 - (u.embedding <=> $2) >= $3
-        ORDER BY u.embedding <=> $2
-        LIMIT $4
+        WITH nearest AS ({_NEAREST_INDEXED if indexed else _NEAREST_EXACT})
+        SELECT array_agg(n.i - 1 ORDER BY n.i) AS queries, {_POINT_COLUMNS}
+        FROM nearest n JOIN memory_units u ON u.id = n.id
+        WHERE n.r <= $4
+        GROUP BY u.id
         """,
         bank_id,
-        vector,
+        [_vector_text(e) for e in embeddings],
         min_cosine,
         limit,
     )
+
+
+def _vector_text(embedding: Sequence[float]) -> str:
+    """pgvector's text form; each float32 printed so that it reads back the same."""
+    return "[" + ",".join(map(repr, np.asarray(embedding, dtype=np.float32).tolist())) + "]"
 
 
 async def entity_neighbours(
@@ -84,20 +130,22 @@ async def entity_neighbours(
     *,
     per_entity: int = 10,
 ) -> list[asyncpg.Record]:
-    """The most recent facts of each entity (high-fanout entities stay bounded)."""
+    """The most recent facts of each entity (high-fanout entities stay bounded); ``via``: the
+    entities a row is among the most recent facts of."""
     if not entity_ids:
         return []
     return await conn.fetch(
         f"""
-        SELECT {_POINT_COLUMNS} FROM memory_units u
-        WHERE u.id IN (
-            SELECT unit_id FROM (
-                SELECT ue.unit_id, row_number() OVER (
-                    PARTITION BY ue.entity_id
-                    ORDER BY coalesce(m.occurred_start, m.mentioned_at) DESC NULLS LAST) AS r
-                FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
-                WHERE ue.bank_id = $1 AND ue.entity_id = ANY($2::uuid[])
-            ) ranked WHERE r <= $3)
+        SELECT array_agg(r.entity_id) AS via, {_POINT_COLUMNS}
+        FROM (
+            SELECT ue.entity_id, ue.unit_id, row_number() OVER (
+                PARTITION BY ue.entity_id
+                ORDER BY coalesce(m.occurred_start, m.mentioned_at) DESC NULLS LAST, ue.unit_id) AS r
+            FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+            WHERE ue.bank_id = $1 AND ue.entity_id = ANY($2::uuid[])
+        ) r JOIN memory_units u ON u.id = r.unit_id
+        WHERE r.r <= $3
+        GROUP BY u.id
         """,
         bank_id,
         list(entity_ids),

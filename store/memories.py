@@ -14,9 +14,13 @@ from tempr.schemas.events import ExtractedFact
 __all__ = [
     "UNIT_COLUMNS",
     "count_units",
+    "get_unit",
     "list_units",
     "merge_provenance",
     "near_duplicate_candidates",
+    "stored_ids",
+    "unit_entities",
+    "unit_links",
     "upsert_chunk",
     "upsert_fact",
 ]
@@ -86,6 +90,12 @@ async def near_duplicate_candidates(
         min_cosine,
         limit,
     )
+
+
+async def stored_ids(conn: asyncpg.Connection, ids: Sequence[UUID]) -> set[UUID]:
+    """Which of `ids` are stored already (one lookup for a chunk's facts)."""
+    rows = await conn.fetch("SELECT id FROM memory_units WHERE id = ANY($1::uuid[])", list(ids))
+    return {r["id"] for r in rows}
 
 
 async def upsert_fact(
@@ -179,3 +189,45 @@ async def list_units(
 
 async def count_units(pool: asyncpg.Pool, bank_id: str) -> int:
     return await pool.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
+
+
+async def get_unit(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, unit_id: UUID
+) -> asyncpg.Record | None:
+    """One fact with its chunk's text (its provenance)."""
+    return await conn.fetchrow(
+        f"""
+        SELECT {UNIT_COLUMNS}, (SELECT c.text FROM chunks c WHERE c.id = u.chunk_id) AS chunk_text
+        FROM memory_units u WHERE bank_id = $1 AND id = $2
+        """,
+        bank_id,
+        unit_id,
+    )
+
+
+async def unit_entities(conn: asyncpg.Connection | asyncpg.Pool, unit_id: UUID) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        """
+        SELECT e.id, e.canonical_name, e.kind, e.aliases, e.mention_count, e.first_seen, e.last_seen
+        FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+        WHERE ue.unit_id = $1 ORDER BY e.canonical_name, e.id
+        """,
+        unit_id,
+    )
+
+
+async def unit_links(
+    conn: asyncpg.Connection | asyncpg.Pool, unit_id: UUID, *, limit: int = 200
+) -> list[asyncpg.Record]:
+    """Links in both directions, heaviest first."""
+    return await conn.fetch(
+        """
+        SELECT to_id AS other_id, link_type, weight, 'out' AS direction FROM memory_links WHERE from_id = $1
+        UNION ALL
+        SELECT from_id, link_type, weight, 'in' FROM memory_links WHERE to_id = $1
+        ORDER BY weight DESC, other_id
+        LIMIT $2
+        """,
+        unit_id,
+        limit,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -60,6 +61,7 @@ class Receipt:
     """What the journal says of a message the segmenter just read from the log."""
 
     stale: bool  # its bank was deleted after it was received
+    forgotten_at: datetime | None  # tombstoned (forgotten): refused, never journaled again
     attempts: int  # times it was received (the poison counter), this one included
     parked: bool  # dead-lettered already: not processed again until replayed
 
@@ -71,14 +73,18 @@ async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: Messa
         """
         WITH stale AS (
             SELECT EXISTS (SELECT 1 FROM deleted_banks WHERE id = $2 AND deleted_at >= $7) AS yes
+        ), forgotten AS (
+            SELECT (SELECT forgotten_at FROM forgotten_messages WHERE bank_id = $2 AND message_id = $3) AS at
         ), ins AS (
             INSERT INTO messages (id, bank_id, message_id, conversation_id, document_id, payload,
                                   received_at, published_at, publish_count, attempts)
-            SELECT $1, $2, $3, $4, $5, $6, $7, now(), 1, 1 WHERE NOT (SELECT yes FROM stale)
+            SELECT $1, $2, $3, $4, $5, $6, $7, now(), 1, 1
+            WHERE NOT (SELECT yes FROM stale) AND (SELECT at FROM forgotten) IS NULL
             ON CONFLICT (id) DO UPDATE SET attempts = messages.attempts + 1
             RETURNING attempts, parked_at IS NOT NULL AS parked
         )
-        SELECT (SELECT yes FROM stale) AS stale, ins.attempts, ins.parked
+        SELECT (SELECT yes FROM stale) AS stale, (SELECT at FROM forgotten) AS forgotten_at,
+               ins.attempts, ins.parked
         FROM (SELECT 1) AS one LEFT JOIN ins ON true
         """,
         event.event_id,
@@ -89,7 +95,12 @@ async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: Messa
         event.model_dump(mode="json"),
         event.received_at,
     )
-    return Receipt(stale=row["stale"], attempts=row["attempts"] or 0, parked=bool(row["parked"]))
+    return Receipt(
+        stale=row["stale"],
+        forgotten_at=row["forgotten_at"],
+        attempts=row["attempts"] or 0,
+        parked=bool(row["parked"]),
+    )
 
 
 async def journaled_count(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> int:
@@ -197,7 +208,7 @@ async def pending_up_to(pool: asyncpg.Pool, bank_id: str, seq: int) -> bool:
     )
 
 
-async def max_seq(pool: asyncpg.Pool, bank_id: str) -> int:
+async def max_seq(pool: asyncpg.Pool | asyncpg.Connection, bank_id: str) -> int:
     return await pool.fetchval("SELECT coalesce(max(seq), 0) FROM messages WHERE bank_id = $1", bank_id)
 
 

@@ -3,11 +3,11 @@
 Request filters compile to a WHERE fragment with bound parameters (`compile_filters`); no
 value is ever spliced into the SQL text. Every arm applies the same fragment.
 
-The HNSW index is global (all banks share it) and pgvector 0.6 has no iterative scan, so a
-bank-filtered index scan only sees the ``ef_search`` nearest rows of *all* banks and can come
-back short. Banks up to ``EXACT_SCAN_MAX_UNITS`` are therefore searched exactly (bank btree +
-sort, a few ms at that size); larger banks use the index with ``ef_search`` sized to the budget
-and fall back to the exact scan when the index under-fills the limit.
+Vector search is per bank (store/vector_indexes.py): a bank without an index of its own is
+scanned exactly (bank btree + sort); a bank with one is searched through it, ``ef_search``
+sized to the limit, and the exact scan is the fallback when filters leave the index short.
+The keyword arm scores every match of a small bank; a bank with keyword statistics
+(store/keyword_stats.py) has its rarest terms' facts scored first, a bounded candidate set.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 
 __all__ = [
     "CAUSAL_LINK_TYPES",
-    "EXACT_SCAN_MAX_UNITS",
     "BankShape",
+    "KeywordPlan",
     "RecallFilters",
     "bank_shape",
     "compile_filters",
@@ -32,13 +32,13 @@ __all__ = [
     "fetch_units",
     "graph_expand",
     "journal_head",
+    "keyword_plan",
     "keyword_search",
     "semantic_search",
     "temporal_search",
     "unit_entity_names",
 ]
 
-EXACT_SCAN_MAX_UNITS = 20_000
 CAUSAL_LINK_TYPES = ("causes", "caused_by", "enables", "prevents")
 
 _HIT_UNITS = """
@@ -105,56 +105,69 @@ def _order_by_distance(exact: bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BankShape:
-    """How many facts a bank holds, and its ubiquitous entities (ids, names and aliases)."""
+    """How many facts a bank holds, its ubiquitous entities (ids, names and aliases), whether
+    it has a vector index of its own and keyword statistics."""
 
     size: int
     entity_ids: tuple[UUID, ...]
     names: tuple[str, ...]
+    indexed: bool = False
+    keyword_stats: bool = False
 
 
 async def bank_shape(
     conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, *, min_share: float, min_mentions: int
 ) -> BankShape:
-    """The bank's size and the entities in at least ``min_share`` of its facts (and in at
-    least ``min_mentions``). One round trip: recall needs both before it embeds the query."""
+    """The bank's size (from the counters), the entities in at least ``min_share`` of its facts
+    (and in at least ``min_mentions``), its index and statistics. One round trip: recall needs
+    them before it embeds the query."""
     row = await conn.fetchrow(
         """
-        WITH size AS (SELECT count(*)::int AS n FROM memory_units WHERE bank_id = $1),
+        WITH size AS (SELECT coalesce(sum(n), 0)::int AS n FROM bank_fact_counts WHERE bank_id = $1),
         ubiquitous AS (
             SELECT e.id, e.canonical_name || e.aliases AS names FROM entities e, size
             WHERE e.bank_id = $1 AND e.mention_count >= greatest($3::int, $2::float8 * size.n)
         )
         SELECT size.n AS size,
                coalesce((SELECT array_agg(id) FROM ubiquitous), '{}') AS ids,
-               coalesce((SELECT array_agg(name) FROM ubiquitous, unnest(names) AS name), '{}') AS names
+               coalesce((SELECT array_agg(name) FROM ubiquitous, unnest(names) AS name), '{}') AS names,
+               EXISTS (SELECT 1 FROM bank_vector_indexes WHERE bank_id = $1) AS indexed,
+               EXISTS (SELECT 1 FROM bank_keyword_stats WHERE bank_id = $1) AS keyword_stats
         FROM size
         """,
         bank_id,
         min_share,
         min_mentions,
     )
-    return BankShape(row["size"], tuple(row["ids"]), tuple(row["names"]))
+    return BankShape(
+        row["size"], tuple(row["ids"]), tuple(row["names"]), row["indexed"], row["keyword_stats"]
+    )
 
 
 async def event_date(
-    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, embedding: np.ndarray, *, min_similarity: float
+    conn: asyncpg.Connection,
+    bank_id: str,
+    embedding: np.ndarray,
+    *,
+    min_similarity: float,
+    exact: bool,
+    ef_search: int = 100,
 ) -> asyncpg.Record | None:
     """When the dated fact that best matches an event description happened, and how well it
     matches; None when no dated fact is close enough."""
-    return await conn.fetchrow(
-        """
-        SELECT coalesce(occurred_start, mentioned_at) AS happened, 1 - (embedding <=> $2) AS similarity
-        FROM memory_units
-        WHERE bank_id = $1 AND embedding IS NOT NULL
-          AND coalesce(occurred_start, mentioned_at) IS NOT NULL
-          AND 1 - (embedding <=> $2) >= $3
-        ORDER BY embedding <=> $2
+    sql = f"""
+        SELECT coalesce(u.occurred_start, u.mentioned_at) AS happened, 1 - (u.embedding <=> $2) AS similarity
+        FROM memory_units u
+        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
+          AND coalesce(u.occurred_start, u.mentioned_at) IS NOT NULL
+          AND 1 - (u.embedding <=> $2) >= $3
+        ORDER BY {_order_by_distance(exact)}
         LIMIT 1
-        """,
-        bank_id,
-        _vec(embedding),
-        min_similarity,
-    )
+    """
+    async with conn.transaction():
+        if not exact:
+            await _set_ef_search(conn, ef_search)
+        return await conn.fetchrow(sql, bank_id, _vec(embedding), min_similarity)
 
 
 async def _set_ef_search(conn: asyncpg.Connection, ef_search: int) -> None:
@@ -213,21 +226,26 @@ async def keyword_search(
     almost every fact of a conversation, would weigh as much as a rare proper noun. The
     candidates are the facts matching any query lexeme, so each lexeme's document frequency
     is counted over them. A query with no lexeme (stop words only) matches nothing.
+
+    A fact's term frequencies are read by marking the query's lexemes (setweight) and keeping
+    only those (ts_filter), in C, rather than unnesting every lexeme of every candidate.
     """
     where, params = compile_filters(filters, 5)
     sql = f"""
         WITH q AS (SELECT websearch_to_tsquery('english', $2) AS tsq),
-        terms AS (SELECT lexeme FROM unnest(to_tsvector('english', $2))),
+        terms AS (SELECT array_agg(lexeme) AS lexemes FROM unnest(to_tsvector('english', $2))),
         cand AS (
             SELECT u.id, u.search, greatest(length(u.search), 1)::float8 AS dl
             FROM memory_units u, q
-            WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND u.search @@ q.tsq{where}
+            -- IS TRUE keeps the global GIN index out: for a bank without keyword statistics
+            -- (below bank_index_min_facts) reading its rows by the bank btree is cheaper than
+            -- every bank's matches of a common word (34 ms at 1k facts in a 1M table).
+            WHERE u.bank_id = $1 AND numnode(q.tsq) > 0 AND (u.search @@ q.tsq) IS TRUE{where}
         ),
         avgdl AS (SELECT coalesce(avg(dl), 1) AS v FROM cand),
         tf AS (
             SELECT c.id, c.dl, t.lexeme, greatest(cardinality(t.positions), 1)::float8 AS tf
-            FROM cand c, unnest(c.search) t
-            WHERE t.lexeme IN (SELECT lexeme FROM terms)
+            FROM cand c, terms, unnest(ts_filter(setweight(c.search, 'A', terms.lexemes), '{{a}}')) t
         ),
         df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
         SELECT tf.id,
@@ -239,6 +257,90 @@ async def keyword_search(
         LIMIT $3
     """
     return await conn.fetch(sql, bank_id, or_query, limit, float(max(bank_size, 1)), *params)
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordPlan:
+    """A bounded keyword search: every query lexeme with its document frequency (each scores),
+    and the rarest ones whose facts are the candidates."""
+
+    frequencies: dict[str, int]
+    essential: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """Every lexeme is essential: the result is the unbounded one."""
+        return len(self.essential) == len(self.frequencies)
+
+
+def keyword_plan(frequencies: dict[str, int], *, max_candidates: int) -> KeywordPlan:
+    """The rarest lexemes while their facts add up to at most ``max_candidates`` (at least
+    one). A fact with none of them has only common words, of low idf: it would rank low."""
+    essential: list[str] = []
+    total = 0
+    for lexeme, df in sorted(frequencies.items(), key=lambda kv: (kv[1], kv[0])):
+        if essential and total + df > max_candidates:
+            break
+        essential.append(lexeme)
+        total += df
+    return KeywordPlan(dict(frequencies), tuple(essential))
+
+
+def tsquery_of(lexemes: Sequence[str]) -> str:
+    """``'a' | 'b'``: lexemes already stemmed, quoted as tsquery input wants (no re-parsing)."""
+    quoted = ("'" + lx.replace("\\", "\\\\").replace("'", "''") + "'" for lx in lexemes)
+    return " | ".join(quoted)
+
+
+async def bounded_keyword_search(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    plan: KeywordPlan,
+    *,
+    limit: int,
+    max_candidates: int,
+    filters: RecallFilters,
+    bank_size: int,
+) -> list[asyncpg.Record]:
+    """``(id, score)`` by the same BM25 as `keyword_search`, over the facts of the plan's
+    essential lexemes only (at most ``max_candidates``), each scored on every query lexeme
+    with the bank's document frequencies."""
+    if not plan.essential:
+        return []
+    where, params = compile_filters(filters, 8)
+    sql = f"""
+        WITH terms AS (SELECT * FROM unnest($2::text[], $3::float8[]) AS t(lexeme, df)),
+        cand AS (
+            SELECT u.id, u.search, greatest(length(u.search), 1)::float8 AS dl
+            FROM memory_units u
+            WHERE u.bank_id = $1 AND u.search @@ $4::tsquery{where}
+            LIMIT $5
+        ),
+        avgdl AS (SELECT coalesce(avg(dl), 1) AS v FROM cand),
+        tf AS (
+            SELECT c.id, c.dl, t.lexeme, greatest(cardinality(t.positions), 1)::float8 AS tf
+            FROM cand c, unnest(ts_filter(setweight(c.search, 'A', $2::text[]), '{{a}}')) t
+        )
+        SELECT tf.id,
+               sum(ln(1 + ($6::float8 - terms.df + 0.5) / (terms.df + 0.5))
+                   * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score
+        FROM tf JOIN terms USING (lexeme), avgdl
+        GROUP BY tf.id
+        ORDER BY score DESC, tf.id
+        LIMIT $7
+    """
+    lexemes = list(plan.frequencies)
+    return await conn.fetch(
+        sql,
+        bank_id,
+        lexemes,
+        [float(max(plan.frequencies[lx], 1)) for lx in lexemes],
+        tsquery_of(plan.essential),
+        max_candidates,
+        float(max(bank_size, 1)),
+        limit,
+        *params,
+    )
 
 
 async def graph_expand(

@@ -14,7 +14,7 @@ import faust
 import mode
 
 from tempr.settings import Settings
-from tempr.streams import heartbeat, redelivery
+from tempr.streams import heartbeat, redelivery, retention
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
 from tempr.streams.kafka_security import faust_broker_options
@@ -93,5 +93,6 @@ def create_app(settings: Settings, stages: Sequence[Stage] = ()) -> tuple[faust.
     for stage in stages:
         stage.register(app, topics, ctx)
     redelivery.register(app, topics, ctx)
+    retention.register(app, topics, ctx)
     heartbeat.register(app, ctx)
     return app, ctx

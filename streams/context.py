@@ -12,6 +12,7 @@ import asyncpg
 
 from tempr.inference.embeddings import Embedder, embedder_from_settings
 from tempr.inference.llm import LLMClient
+from tempr.inference.threads import configure_torch_threads
 from tempr.settings import Settings
 from tempr.store.embedding_column import check_embedding_model
 from tempr.store.pool import create_pool
@@ -38,6 +39,7 @@ class WorkerContext:
     async def start(self) -> None:
         assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
         self.pool = await create_pool(self.settings.database_url, max_size=5)
+        configure_torch_threads(self.settings.torch_threads)
         self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
         # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
         await check_embedding_model(self.pool, self.embedder.model_name, self.embedder.dimension)

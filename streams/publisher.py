@@ -20,12 +20,27 @@ from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.structs import RecordMetadata
 from pydantic import ValidationError
 
-from tempr.schemas.events import BankDeleted, DeadLetter, FactsEvent, MessageEvent, encode_event
-from tempr.store import banks, messages
+from tempr.schemas.events import (
+    BankDeleted,
+    DeadLetter,
+    FactCorrection,
+    FactsEvent,
+    MessageEvent,
+    encode_event,
+)
+from tempr.store import banks, corrections, messages
 from tempr.store.dead_letters import record_dead_letter
 from tempr.streams.broker_features import detect_features
 from tempr.streams.control import sign_tombstone
-from tempr.streams.topics import FACTS, MESSAGES, bank_key, conversation_key, event_headers, message_key
+from tempr.streams.topics import (
+    CHUNKS,
+    FACTS,
+    MESSAGES,
+    bank_key,
+    conversation_key,
+    event_headers,
+    message_key,
+)
 
 __all__ = [
     "PRODUCER_OPTIONS",
@@ -139,6 +154,22 @@ class Publisher:
     async def publish_facts(self, event: FactsEvent) -> None:
         """Derived facts (reflect's opinions) enter the log at the resolver; waits for the ack."""
         await (await self.producer.send(FACTS.name, value=encode_event(event), key=bank_key(event.bank_id)))
+
+    async def publish_corrections(self, due: Sequence[corrections.Correction]) -> None:
+        """Each to the extractor, keyed like its fact's conversation (so corrections of one fact
+        stay in order), then marked published; waits for every acknowledgement."""
+        futures = [
+            await self.producer.send(
+                CHUNKS.name,
+                value=encode_event(FactCorrection(bank_id=c.bank_id, correction_id=c.id, unit_id=c.unit_id)),
+                key=conversation_key(c.bank_id, c.conversation_id),
+                headers=event_headers("fact_correction", 1),
+            )
+            for c in due
+        ]
+        for future in futures:
+            await future
+        await corrections.mark_published(self.pool, [c.id for c in due])
 
     async def publish_tombstone(self, event: BankDeleted) -> None:
         """On the messages topic, so every stage downstream sees it after the bank's turns;

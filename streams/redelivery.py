@@ -1,4 +1,5 @@
-"""The sweeper: re-publish journal entries that stalled before being materialized.
+"""The sweeper: re-publish journal entries (and fact corrections) that stalled before being
+materialized.
 
 End-to-end acknowledgement: whatever any consumer's offsets say, an accepted message is
 done only when the materializer has stamped its journal row. What cannot be re-published
@@ -11,6 +12,7 @@ import logging
 
 import faust
 
+from tempr.store import corrections
 from tempr.streams.context import WorkerContext
 from tempr.streams.kafka_security import kafka_client_options
 from tempr.streams.publisher import Publisher, start_producer
@@ -42,3 +44,10 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
             return
         if count:
             log.warning("re-published %d journal entries that were not materialized in time", count)
+        try:
+            due = await corrections.due_corrections(ctx.db, older_than_s=ctx.settings.redeliver_after_s)
+            if due:
+                await publisher.publish_corrections(due)
+                log.warning("re-published %d corrections not applied in time", len(due))
+        except Exception as exc:
+            log.warning("re-publishing corrections failed: %r", exc)

@@ -17,9 +17,10 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 from uuid import UUID
 
 import httpx
@@ -38,7 +39,9 @@ from tempr.schemas.api import (
     RetainItem,
     RetainResponse,
 )
+from tempr.schemas.bank_export import ImportResult
 from tempr.schemas.banks import Bank, BankDeletedOut, BankIn, BankPage, BankPatch
+from tempr.schemas.lifecycle import CorrectionAccepted, ForgetResponse, MemoryDetail, MemoryPatch
 from tempr.schemas.operations import BankReplayResponse, DeadLetterReplayed
 from tempr.schemas.recall import RecallResponse
 from tempr.schemas.reflect import Opinion, OpinionPage, ReflectResponse
@@ -137,6 +140,11 @@ def _profile(model: type[BaseModel], profile: BaseModel | dict | None, fields: d
     return model.model_validate(merged).model_dump(mode="json", exclude_unset=True)
 
 
+async def _file_pieces(source: IO[bytes], size: int = 1 << 20) -> AsyncIterator[bytes]:
+    while piece := source.read(size):
+        yield piece
+
+
 def api_key_headers(api_key: str | None = None) -> dict[str, str]:
     """`api_key`, else $TEMPR_API_KEY; nothing without either (a server in open mode)."""
     key = api_key if api_key is not None else os.environ.get("TEMPR_API_KEY")
@@ -166,6 +174,31 @@ class _Calls:
     def memories(self, bank: str, *, limit: int = 100, offset: int = 0) -> Any:
         return self._send(
             _Call("GET", f"/v1/banks/{bank}/memories", MemoryPage, params={"limit": limit, "offset": offset})
+        )
+
+    def memory(self, bank: str, memory_id: UUID | str) -> Any:
+        """One fact with its provenance, entities, links and earlier versions (`MemoryDetail`)."""
+        return self._send(_Call("GET", f"/v1/banks/{bank}/memories/{memory_id}", MemoryDetail))
+
+    def forget_memory(self, bank: str, memory_id: UUID | str) -> Any:
+        """Forget one fact for good (tombstoned: a replay or an import never brings it back)."""
+        return self._send(_Call("DELETE", f"/v1/banks/{bank}/memories/{memory_id}", ForgetResponse))
+
+    def forget_message(self, bank: str, message_id: str) -> Any:
+        """Forget a message and every fact made from it; sending it again is refused (409)."""
+        return self._send(_Call("DELETE", f"/v1/banks/{bank}/messages/{message_id}", ForgetResponse))
+
+    def forget_conversation(self, bank: str, conversation_id: str) -> Any:
+        return self._send(
+            _Call("DELETE", f"/v1/banks/{bank}/conversations/{conversation_id}", ForgetResponse)
+        )
+
+    def correct_memory(self, bank: str, memory_id: UUID | str, **changes: Any) -> Any:
+        """Correct a fact: `text`, `occurred_start`, `occurred_end`, `tags`, `reason`; the answer's
+        consistency token makes a recall's `after` wait until it is applied."""
+        body = MemoryPatch.model_validate(changes).model_dump(mode="json", exclude_unset=True)
+        return self._send(
+            _Call("PATCH", f"/v1/banks/{bank}/memories/{memory_id}", CorrectionAccepted, json=body)
         )
 
     def entities(self, bank: str, *, limit: int = 100, offset: int = 0) -> Any:
@@ -283,6 +316,28 @@ class TemprClient(_Calls):
             time.sleep(self.retry.pause(attempt, response))
             attempt += 1
 
+    def export_bank(self, bank: str, out: IO[bytes]) -> int:
+        """Write the bank's export (JSON lines) to `out` as it streams; returns the bytes written."""
+        written = 0
+        with self._http.stream("GET", f"/v1/banks/{bank}/export", timeout=None) as response:
+            if response.status_code >= 400:
+                response.read()
+                _parse(_Call("GET", "", ImportResult), response)
+            for piece in response.iter_bytes():
+                written += out.write(piece)
+        return written
+
+    def import_bank(self, bank: str, source: IO[bytes] | bytes) -> ImportResult:
+        """Import an export (a binary file, streamed, or bytes) into `bank`; running it again
+        changes nothing, and completes an import that was cut."""
+        response = self._http.post(
+            f"/v1/banks/{bank}/import",
+            content=source,
+            headers={"content-type": "application/x-ndjson"},
+            timeout=None,
+        )
+        return _parse(_Call("POST", "", ImportResult), response)
+
     def close(self) -> None:
         self._http.close()
 
@@ -331,6 +386,28 @@ class AsyncTemprClient(_Calls):
                 return _parse(call, response)
             await asyncio.sleep(self.retry.pause(attempt, response))
             attempt += 1
+
+    async def export_bank(self, bank: str, out: IO[bytes]) -> int:
+        """Write the bank's export (JSON lines) to `out` as it streams; returns the bytes written."""
+        written = 0
+        async with self._http.stream("GET", f"/v1/banks/{bank}/export", timeout=None) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                _parse(_Call("GET", "", ImportResult), response)
+            async for piece in response.aiter_bytes():
+                written += out.write(piece)
+        return written
+
+    async def import_bank(self, bank: str, source: IO[bytes] | bytes) -> ImportResult:
+        """Import an export (a binary file, streamed, or bytes) into `bank`."""
+        content = source if isinstance(source, bytes) else _file_pieces(source)
+        response = await self._http.post(
+            f"/v1/banks/{bank}/import",
+            content=content,
+            headers={"content-type": "application/x-ndjson"},
+            timeout=None,
+        )
+        return _parse(_Call("POST", "", ImportResult), response)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -6,6 +6,7 @@ TemprError
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
 │   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
+│   ├── ForgottenMessage → dead letter (a message forgotten earlier, sent again)
 │   └── UnauthorizedEvent → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
 ├── UpstreamLLMError    → 502
@@ -17,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "Conflict",
     "ConsistencyTimeout",
+    "ForgottenMessage",
     "InvalidEvent",
     "InvalidRequest",
     "NotConfigured",
@@ -51,6 +53,10 @@ class InvalidEvent(TemprError):
 
 class PoisonRecord(InvalidEvent):
     """A record delivered more times than allowed without being materialized."""
+
+
+class ForgottenMessage(InvalidEvent):
+    """A message that was forgotten came again (a resend, a redelivery): dead-lettered."""
 
 
 class UnauthorizedEvent(InvalidEvent):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -58,6 +59,12 @@ class Settings(BaseSettings):
     reranker_api_key: SecretStr | None = None
     model_device: str = Field(default="cpu", description="local models: cpu, cuda, cuda:1, ...")
     model_timeout_s: float = Field(default=60.0, gt=0, description="remote embedding and rerank calls")
+    # Threads of the local models in each process. One measured best here (bench.ingest_rate):
+    # the worker's other stages and Postgres want the other cores, and torch's threads spin
+    # on a busy machine. 0 leaves torch's default (one per core).
+    torch_threads: int = Field(
+        default=1, ge=0, description="local models' threads per process; 0: one per core"
+    )
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
     llm_base_url: str | None = None
@@ -75,6 +82,8 @@ class Settings(BaseSettings):
     # Durability: journal entries not materialized after this long are re-published.
     redeliver_after_s: float = Field(default=120.0, gt=0)
     sweep_interval_s: float = Field(default=15.0, gt=0)
+    # Retention: how often the worker's leader forgets what banks keep no longer.
+    retention_sweep_interval_s: float = Field(default=3600.0, gt=0)
 
     # Poison: a stage's time budget per record (a batch that overruns it is retried record by
     # record, and a record that overruns it alone is dead-lettered), and how many times a
@@ -96,7 +105,25 @@ class Settings(BaseSettings):
     # Read-your-writes: longest a recall waits for its `after` token.
     max_consistency_wait_s: float = Field(default=30.0, ge=0)
 
+    # Scale (docs/scaling.md): a bank of at least this many facts gets an HNSW index of its
+    # own and keyword statistics, built by the API's maintenance step every
+    # `index_maintenance_interval_s` (0: never; run `tempr maintain` instead). Smaller banks
+    # are searched exactly.
+    bank_index_min_facts: int = Field(default=10_000, ge=1)
+    index_maintenance_interval_s: float = Field(default=60.0, ge=0)
+    # API processes (uvicorn workers); 0: one per core, at most 4. Each loads the embedding
+    # model and runs torch on cores / workers threads.
+    api_workers: int = Field(default=0, ge=0, le=64)
+
     log_level: str = "INFO"
+
+    def api_worker_count(self) -> int:
+        """`api_workers`, or one per core up to 4 (each worker holds the embedding model)."""
+        return self.api_workers or max(1, min(os.cpu_count() or 1, 4))
+
+    def api_torch_threads(self) -> int:
+        """torch threads per API worker: the cores shared out, so workers do not thrash."""
+        return max(1, (os.cpu_count() or 1) // self.api_worker_count())
 
     @field_validator("kafka_cache", mode="before")
     @classmethod

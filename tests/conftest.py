@@ -69,6 +69,7 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         "chunk_idle_s": 0.5,
         "sweep_interval_s": 2.0,
         "redeliver_after_s": 30.0,
+        "api_workers": 1,  # one API process (per-process rate limits; the suite's memory and start time)
     }
     if BROKER == "kafka":
         values.update(broker="kafka", kafka_cache=cache_dir())

@@ -133,4 +133,5 @@ def link_facts(resolved: ResolvedFacts, existing: Sequence[FactPoint]) -> GraphE
         entities=list(resolved.entities.values()),
         unit_entities=resolved.unit_entities,
         links=build_links(resolved.points, [p for p in existing if p.unit_id not in own]),
+        correction_id=event.correction_id,
     )

@@ -15,6 +15,7 @@ from tempr.recall_api.recall.config import Arm, RecallConfig
 from tempr.recall_api.recall.inflections import word_forms
 from tempr.recall_api.recall.temporal import QueryWindow
 from tempr.store import recall as sql
+from tempr.store.keyword_stats import query_lexemes
 
 __all__ = [
     "ArmContext",
@@ -42,10 +43,12 @@ class ArmContext:
     bank_size: int
     window: QueryWindow | None = None
     ubiquitous_entities: tuple[UUID, ...] = ()  # see RecallConfig.ubiquitous_min_mentions
+    indexed: bool = False  # the bank has a vector index of its own (store/vector_indexes.py)
+    keyword_stats: bool = False  # and keyword statistics (store/keyword_stats.py)
 
     @property
     def exact(self) -> bool:
-        return self.bank_size <= sql.EXACT_SCAN_MAX_UNITS
+        return not self.indexed
 
     @property
     def ef_search(self) -> int:
@@ -107,10 +110,25 @@ async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
     or_query = keyword_or_query(ctx.keyword_text, ctx.cfg.keyword_max_terms)
     if not or_query:
         return ArmResult("keyword", [], note="no terms")
-    rows = await sql.keyword_search(
-        conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters, bank_size=ctx.bank_size
+    if not ctx.keyword_stats:
+        rows = await sql.keyword_search(
+            conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters, bank_size=ctx.bank_size
+        )
+        return ArmResult("keyword", [ArmHit(r["id"], float(r["score"])) for r in rows], note=or_query)
+    cap = ctx.cfg.keyword_max_candidates
+    plan = sql.keyword_plan(await query_lexemes(conn, ctx.bank_id, or_query), max_candidates=cap)
+    rows = await sql.bounded_keyword_search(
+        conn,
+        ctx.bank_id,
+        plan,
+        limit=ctx.limit,
+        max_candidates=cap,
+        filters=ctx.filters,
+        bank_size=ctx.bank_size,
     )
-    return ArmResult("keyword", [ArmHit(r["id"], float(r["score"])) for r in rows], note=or_query)
+    hits = [ArmHit(r["id"], float(r["score"])) for r in rows]
+    bound = "all terms" if plan.complete else f"rarest {len(plan.essential)}/{len(plan.frequencies)} terms"
+    return ArmResult("keyword", hits, note=f"{or_query} ({bound})")
 
 
 async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:

@@ -125,6 +125,9 @@ class RecallConfig(BaseModel):
     ef_search_min: int = Field(default=40, ge=1)  # HNSW ef_search = the limit, within these
     ef_search_max: int = Field(default=1000, ge=1)
     keyword_max_terms: int = Field(default=64, ge=1)  # query words and their inflections
+    # A bank with keyword statistics scores the facts of its rarest query terms, up to this
+    # many, instead of every fact sharing a word with the query (store/recall.py).
+    keyword_max_candidates: int = Field(default=4000, ge=1)
     graph_seed_min_similarity: float = Field(default=0.5, ge=-1.0, le=1.0)
     # How close a fact must be to "<event>" in "before <event>" to date it, and how far back
     # "before <event>" reaches (a year, the horizon of the recency signal).

@@ -36,7 +36,7 @@ from tempr.recall_api.recall.temporal import (
 )
 from tempr.schemas.api import ConsistencyToken
 from tempr.schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
-from tempr.store import messages
+from tempr.store import corrections, messages
 from tempr.store import recall as sql
 
 __all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
@@ -58,14 +58,18 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
     rather than trusted.
     """
     try:
-        seq = ConsistencyToken.decode(token)
+        seq, correction_seq = ConsistencyToken.decode_parts(token)
     except ValueError as exc:
         raise InvalidRequest(f"invalid 'after' token: {exc}") from None
     started = time.monotonic()
     deadline = started + timeout_s
     # The bank's own head, not the journal's: how far other banks' messages got must not show
     # through a wait (a token of another bank waits here until it times out).
-    while await messages.max_seq(pool, bank_id) < seq or await messages.pending_up_to(pool, bank_id, seq):
+    while (
+        await messages.max_seq(pool, bank_id) < seq
+        or await messages.pending_up_to(pool, bank_id, seq)
+        or (correction_seq is not None and await corrections.pending_up_to(pool, bank_id, correction_seq))
+    ):
         if time.monotonic() >= deadline:
             raise ConsistencyTimeout(
                 f"bank {bank_id!r} has not materialized up to {token!r} within {timeout_s:g}s; "
@@ -76,9 +80,22 @@ async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, 
 
 
 async def _anchored(
-    pool: asyncpg.Pool, bank_id: str, anchor: EventAnchor, vector: Any, now: datetime, cfg: RecallConfig
+    pool: asyncpg.Pool,
+    shape: sql.BankShape,
+    bank_id: str,
+    anchor: EventAnchor,
+    vector: Any,
+    now: datetime,
+    cfg: RecallConfig,
 ) -> QueryWindow | None:
-    row = await sql.event_date(pool, bank_id, vector, min_similarity=cfg.event_anchor_min_similarity)
+    async with pool.acquire() as conn:
+        row = await sql.event_date(
+            conn,
+            bank_id,
+            vector,
+            min_similarity=cfg.event_anchor_min_similarity,
+            exact=not shape.indexed,
+        )
     if row is None:
         return None
     return anchored_window(anchor, row["happened"], now, before_days=cfg.event_before_days)
@@ -196,7 +213,7 @@ async def _understand(
     vectors = await embedder.aencode([*texts, without] if without else texts)
     vector = blend(vectors[0], vectors[-1], cfg.query_as_asked_weight) if without else vectors[0]
     if anchor is not None:
-        window = await _anchored(pool, bank_id, anchor, vectors[1], now, cfg)
+        window = await _anchored(pool, shape, bank_id, anchor, vectors[1], now, cfg)
     return _Query(shape, window, keyword_text, without, vector)
 
 
@@ -213,6 +230,8 @@ async def _retrieve(
         bank_size=query.shape.size,
         window=query.window,
         ubiquitous_entities=query.shape.entity_ids,
+        indexed=query.shape.indexed,
+        keyword_stats=query.shape.keyword_stats,
     )
     arms = cfg.enabled_arms()
     tasks: dict[str, asyncio.Future[ArmResult]] = {

@@ -86,7 +86,8 @@ async def patch_bank(bank_id: BankIdPath, body: BankPatch, pool: PoolDep, llm: O
             name=body.name,
             background=background,
             disposition=None if body.disposition is None else body.disposition.model_dump(exclude_none=True),
-            config=None if body.config is None else body.config.model_dump(exclude_none=True),
+            # An explicit null clears an override (the server's default applies again).
+            config=None if body.config is None else body.config.model_dump(exclude_unset=True),
         )
     if row is None:
         raise NotFound(f"bank {bank_id!r} does not exist")

@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 import asyncpg
 from fastapi import APIRouter, Query, status
 
+from tempr.errors import Conflict
 from tempr.recall_api.deps import BankIdPath, OffsetQuery, PoolDep, PublisherDep
 from tempr.schemas.api import (
     ConsistencyToken,
+    ErrorBody,
     Memory,
     MemoryPage,
     RetainItem,
@@ -19,7 +21,7 @@ from tempr.schemas.api import (
 )
 from tempr.schemas.ids import content_hash
 from tempr.schemas.retain import to_message_event
-from tempr.store import bank_locks, banks, documents, memories
+from tempr.store import bank_locks, banks, documents, forget, memories
 from tempr.streams.topics import MESSAGES
 
 __all__ = ["router", "to_message_event"]
@@ -31,13 +33,17 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
     "/memories",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=RetainResponse,
+    responses={
+        409: {"model": ErrorBody, "description": "A message of the request was forgotten (tombstoned)"}
+    },
     summary="Retain: accept conversation turns or notes into the memory pipeline",
 )
 async def retain(bank_id: BankIdPath, body: RetainRequest, publisher: PublisherDep) -> RetainResponse:
     received_at = datetime.now(UTC)
+    every = [to_message_event(bank_id, item, received_at) for item in body.items]
+    await _refuse_forgotten(publisher.pool, bank_id, [e.message_id for e in every])
     unchanged = await _apply_document_versions(publisher.pool, bank_id, body.items)
-    kept = [item for item in body.items if item.document_id not in unchanged]
-    events = [to_message_event(bank_id, item, received_at) for item in kept]
+    events = [e for e in every if e.document_id not in unchanged]
     if not events:
         return RetainResponse(
             bank_id=bank_id,
@@ -63,6 +69,18 @@ async def retain(bank_id: BankIdPath, body: RetainRequest, publisher: PublisherD
             token=ConsistencyToken.encode(seq), journal_seq=seq, topic=MESSAGES.name, partitions=partitions
         ),
     )
+
+
+async def _refuse_forgotten(pool: asyncpg.Pool, bank_id: str, message_ids: list[str]) -> None:
+    """A forgotten message stays forgotten: sending it again is a 409 naming its tombstone."""
+    found = await forget.forgotten_messages_among(pool, bank_id, message_ids)
+    if found:
+        message_id, at = min(found.items())
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise Conflict(
+            f"message {message_id!r}{more} of bank {bank_id} was forgotten at {at.isoformat()} "
+            "(tombstone): it cannot be stored again; send it under a new message_id"
+        )
 
 
 async def _apply_document_versions(pool: asyncpg.Pool, bank_id: str, items: list[RetainItem]) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tempr.cli import banks, ingest, keys, mcp, memory, operations, services
+from tempr.cli import banks, ingest, keys, lifecycle, mcp, memory, operations, services
 
 __all__ = ["app", "main"]
 
@@ -18,6 +18,7 @@ services.register(app)
 ingest.register(app)
 memory.register(app)
 banks.register(app)
+lifecycle.register(app, banks.banks_app)
 mcp.register(app)
 operations.register(app)
 keys.register(app)

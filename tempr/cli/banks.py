@@ -18,6 +18,9 @@ __all__ = ["register"]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer as is.")]
 NameOption = Annotated[str | None, typer.Option(help="Display name.")]
+RetentionOption = Annotated[
+    int | None, typer.Option(min=0, help="Days to keep (0: forever, the default of a new bank).")
+]
 BackgroundOption = Annotated[str | None, typer.Option(help="Who the bank is, in the first person.")]
 Trait = Annotated[int | None, typer.Option(min=1, max=5, help="1 (low) to 5 (high).")]
 BiasOption = Annotated[
@@ -209,12 +212,25 @@ def set_(
     literalism: Trait = None,
     empathy: Trait = None,
     bias_strength: BiasOption = None,
+    retention_days: RetentionOption = None,
+    message_retention_days: RetentionOption = None,
+    fact_retention_days: RetentionOption = None,
     url: UrlOption = None,
 ) -> None:
-    """Change only the given fields; a new background is merged into the old one."""
+    """Change only the given fields; a new background is merged into the old one.
+    `--retention-days N` keeps messages and facts N days (0: forever); the other two set one each."""
     patch = _given(name, background, skepticism, literalism, empathy, bias_strength)
+    retention = {
+        "message_retention_days": message_retention_days
+        if message_retention_days is not None
+        else retention_days,
+        "fact_retention_days": fact_retention_days if fact_retention_days is not None else retention_days,
+    }
+    config = {k: (v or None) for k, v in retention.items() if v is not None}
+    if config:
+        patch["config"] = config
     if not patch:
-        raise typer.BadParameter("nothing to change: give --name, --background or a trait")
+        raise typer.BadParameter("nothing to change: give --name, --background, a trait or a retention")
     try:
         with _client(url) as tempr:
             out = tempr.patch_bank(bank, patch)

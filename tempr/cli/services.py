@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -191,7 +192,14 @@ def worker() -> None:
     run_worker(settings)
 
 
-def api() -> None:
+def api(
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="API processes (uvicorn workers); default TEMPR_API_WORKERS, else one per core up to 4."
+        ),
+    ] = None,
+) -> None:
     """Run the HTTP API (uvicorn) on TEMPR_HOST:TEMPR_PORT."""
     require_server("api")
     import uvicorn
@@ -200,10 +208,27 @@ def api() -> None:
     from tempr.settings import get_settings
 
     settings = get_settings()
+    if workers is not None:
+        if workers < 1:
+            raise typer.BadParameter("at least 1", param_hint="--workers")
+        settings = settings.model_copy(update={"api_workers": workers})
+        os.environ["TEMPR_API_WORKERS"] = str(workers)  # the workers build their own settings
     logging.basicConfig(level=settings.log_level)
     _refuse_open_exposure(settings)
     _warn_if_exposed(settings)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    count = settings.api_worker_count()
+    if count == 1:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        return
+    # Each worker is a process of its own (its pool, model and maintenance task), sharing the socket.
+    uvicorn.run(
+        "tempr.recall_api.main:create_worker_app",
+        factory=True,
+        workers=count,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+    )
 
 
 def migrate(
@@ -257,8 +282,23 @@ def migrate(
     )
 
 
+def maintain() -> None:
+    """Build the vector index and keyword statistics of every bank of at least
+    TEMPR_BANK_INDEX_MIN_FACTS facts now (the API does it every TEMPR_INDEX_MAINTENANCE_INTERVAL_S)."""
+    require_server("maintain")
+    from tempr.recall_api.index_maintenance import maintain_once
+    from tempr.settings import get_settings
+
+    settings = get_settings()
+    if not settings.database_url:
+        raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
+    changes = asyncio.run(maintain_once(settings.database_url, settings.bank_index_min_facts))
+    console.print("\n".join(changes) or "nothing to do (or another process is maintaining)")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(up)
     app.command()(worker)
     app.command()(api)
     app.command()(migrate)
+    app.command()(maintain)

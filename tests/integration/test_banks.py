@@ -69,6 +69,8 @@ def test_profile_create_read_patch_list(api: httpx.Client, bank: str) -> None:
         "reinforce_opinions": None,
         "observations": False,
         "graph_retriever": None,
+        "message_retention_days": None,
+        "fact_retention_days": None,
     }
     # Without an LLM a new background is appended, nothing lost.
     appended = api.patch(f"/v1/banks/{bank}", json={"background": "I moved to Oslo."}).json()

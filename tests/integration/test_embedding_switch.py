@@ -24,6 +24,7 @@ import pytest
 from tempr.recall_api.main import create_app
 from tempr.settings import PACKAGED_EMBEDDING_MODEL, Settings
 from tempr.store.embedding_column import EmbeddingDimensionMismatch, EmbeddingModelMismatch
+from tempr.store.vector_indexes import build_bank_index
 from tempr.streams.context import WorkerContext
 from tempr.streams.runtime import child_env
 from tests.conftest import free_port, make_settings, running_stack, wait_until
@@ -80,6 +81,14 @@ async def _indexes(dsn: str) -> list[str]:
         await conn.close()
 
 
+async def _index_bank(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await build_bank_index(conn, BANK, 0)
+    finally:
+        await conn.close()
+
+
 async def _start_api(settings: Settings) -> None:
     app = create_app(settings)
     async with app.router.lifespan_context(app):
@@ -107,6 +116,7 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
                 wait_until(lambda: _settled(api), timeout=120)
             before = asyncio.run(_facts(s.database_url))
             assert before and {dims for _, dims in before.values()} == {384}
+            asyncio.run(_index_bank(s.database_url))  # as a big bank has: it must survive the re-size
 
             # Start-up with the 768-d model against the 384-d column: a clear refusal, API and worker.
             wrong = s.model_copy(update=remote)
@@ -167,7 +177,7 @@ def test_switch_to_a_768d_remote_embedding_model(tmp_path: Path) -> None:
             s = stack.settings
             assert s.database_url
             indexes = asyncio.run(_indexes(s.database_url))
-            assert any("hnsw" in d and "vector_cosine_ops" in d for d in indexes), indexes
+            assert any("hnsw" in d and "vector_cosine_ops" in d and BANK in d for d in indexes), indexes
             with httpx.Client(base_url=f"http://{s.host}:{s.port}", timeout=30) as api:
                 deadline = time.monotonic() + 180
                 after = asyncio.run(_facts(s.database_url))

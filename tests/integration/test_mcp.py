@@ -27,6 +27,8 @@ TOOLS = {
     "bank_stats",
     "list_entities",
     "delete_document",
+    "forget",
+    "correct",
 }
 
 
@@ -114,6 +116,38 @@ async def test_http_document_can_be_forgotten(api: httpx.Client, bank: str) -> N
         assert _ok(await mcp.call_tool("bank_stats", {"bank": bank}))["facts"] == 0
         missing = await mcp.call_tool("delete_document", {"bank": bank, "document_id": "bees"})
         assert missing.is_error and "404" in _text(missing)
+
+
+async def test_http_a_fact_can_be_corrected_then_forgotten(api: httpx.Client, bank: str) -> None:
+    async with http_session(api) as mcp:
+        tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
+        assert "forget what I told you" in (tools["forget"].description or "")
+        assert "wrong or out of date" in (tools["correct"].description or "")
+        retained = _ok(
+            await mcp.call_tool(
+                "retain",
+                {
+                    "bank": bank,
+                    "content": "I moved to Lisbon in May 2024.",
+                    "speaker": "Noor",
+                    "message_id": "n1",
+                },
+            )
+        )
+        query = {"bank": bank, "query": "Where did Noor move?", "after": retained["consistency_token"]}
+        fact = _ok(await mcp.call_tool("recall", query))["facts"][0]
+        fixed = _ok(
+            await mcp.call_tool(
+                "correct", {"bank": bank, "memory_id": fact["id"], "text": "Noor moved to Porto in May 2024."}
+            )
+        )
+        found = _ok(await mcp.call_tool("recall", {**query, "after": fixed["consistency"]["token"]}))
+        assert found["facts"][0]["text"] == "Noor moved to Porto in May 2024."
+        gone = _ok(await mcp.call_tool("forget", {"bank": bank, "message_id": "n1"}))
+        assert gone["facts_removed"] >= 1
+        assert _ok(await mcp.call_tool("bank_stats", {"bank": bank}))["facts"] == 0
+        both = await mcp.call_tool("forget", {"bank": bank, "memory_id": fact["id"], "message_id": "n1"})
+        assert both.is_error and "exactly one" in _text(both)
 
 
 async def test_http_api_errors_become_tool_errors_with_the_servers_message(

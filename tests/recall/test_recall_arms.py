@@ -209,7 +209,8 @@ async def test_semantic_index_path_and_fallback(
         filters=RecallFilters(),
         limit=100,
         cfg=RecallConfig(),
-        bank_size=bank_size,  # pretend the bank is big enough for the HNSW index
+        bank_size=bank_size,
+        indexed=True,  # pretend the bank has its own index (none is built: the fallback's case)
     )
     result = await run_arm(db, "semantic", ctx)
     assert result.note == note

@@ -55,6 +55,11 @@ ROUTES = [
         "POST", "/v1/banks/{b}/memories", "write", _ok(202), body={"items": [{"content": "A matrix note."}]}
     ),
     Route("GET", "/v1/banks/{b}/memories", "read", _ok(200)),
+    Route("GET", f"/v1/banks/{{b}}/memories/{NIL}", "read", _ok(404)),
+    Route("PATCH", f"/v1/banks/{{b}}/memories/{NIL}", "write", _ok(404), body={"text": "Corrected."}),
+    Route("DELETE", f"/v1/banks/{{b}}/memories/{NIL}", "write", _ok(404)),
+    Route("DELETE", "/v1/banks/{b}/messages/no-such-message", "write", _ok(404)),
+    Route("DELETE", "/v1/banks/{b}/conversations/no-such-conversation", "write", _ok(404)),
     Route("POST", "/v1/banks/{b}/recall", "read", _ok(200), body={"query": "bicycle", "budget": "low"}),
     Route("POST", "/v1/banks/{b}/reflect", "write", _ok(501), body={"query": "What do you think?"}),  # no LLM
     Route("GET", "/v1/banks/{b}/entities", "read", _ok(200)),
@@ -64,6 +69,8 @@ ROUTES = [
     Route("GET", "/v1/banks/{b}/opinions", "read", _ok(200)),
     Route("GET", f"/v1/banks/{{b}}/opinions/{NIL}", "read", _ok(404)),
     Route("POST", "/v1/banks/{b}/replay", "admin", _ok(202)),
+    Route("GET", "/v1/banks/{b}/export", "admin", _ok(200)),
+    Route("POST", "/v1/banks/{b}/import", "admin", _ok(400)),  # an empty body is no export
     Route("GET", "/v1/dead-letters", "admin", _ok(200)),
     Route("POST", f"/v1/dead-letters/{NIL}/replay", "admin", _ok(404)),
     Route("GET", "/v1/keys", "admin", _ok(200), every_bank=True),

@@ -1,0 +1,339 @@
+"""Recall at scale: banks of 100 to 100k facts in one table of many banks (issue 16).
+
+Builds the banks reproducibly (seeded; how the facts are made: bench/scale_build.py) into a
+throwaway embedded Postgres, runs the maintenance step (per-bank HNSW indexes and keyword
+statistics for banks of at least --index-min-facts), then recalls LoCoMo questions against
+each measured bank in this process (the API's pipeline without HTTP: run_recall, default
+preset, budget mid, trace on) and prints, per bank size: recall p50/p95, the median of each
+stage and arm, the semantic arm's top-50 overlap with an exact scan (mean, min), the same for
+the graph arm's seeds (top 20) and ingest's neighbours (top 10 of a fact's copy), and the
+bounded keyword arm's top-50 overlap with unbounded scoring. Also: build times, table and
+index sizes per fact and per link, and /stats before (count(*) over links) and after (counters).
+
+    python -m bench.scale [--total 1000000] [--min-banks 1000] [--queries 40] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from bench.common import console, percentile, print_table, write_json
+from bench.locomo_data import conversation_paths, load_sample
+from bench.scale_build import bank_plan, embed_sources, load_banks, load_sources
+from tempr.inference.embeddings import Embedder, get_embedder
+from tempr.recall_api.index_maintenance import maintain_once
+from tempr.recall_api.recall.arms import keyword_or_query
+from tempr.recall_api.recall.config import budget_to_limit, get_preset
+from tempr.recall_api.recall.pipeline import run_recall
+from tempr.schemas.recall import RecallRequest
+from tempr.settings import PACKAGED_EMBEDDING_MODEL
+from tempr.store import recall as sql
+from tempr.store.bank_stats import bank_stats
+from tempr.store.graph_context import semantic_neighbours
+from tempr.store.keyword_stats import query_lexemes
+from tempr.store.migrate import apply_migrations
+from tempr.store.pool import create_pool
+from tempr.streams.embedded import EmbeddedPostgres
+
+MEASURED = (100, 1_000, 10_000, 50_000, 100_000)
+_ANY = sql.RecallFilters()
+
+
+def _overlap(found: Sequence[Any], exact: Sequence[Any]) -> float:
+    return len(set(found) & set(exact)) / len(exact) if exact else 1.0
+
+
+async def _quality(
+    pool: asyncpg.Pool, bank: str, indexed: bool, vectors: np.ndarray, fact_vectors: np.ndarray
+) -> dict[str, list[float]]:
+    """Top-k overlaps of what recall and ingest look up against exact scans."""
+    limit = budget_to_limit("mid")
+    cfg = get_preset("default")
+    ef = min(max(limit, cfg.ef_search_min), cfg.ef_search_max)
+    out: dict[str, list[float]] = {"semantic": [], "seeds": [], "neighbours": []}
+    async with pool.acquire() as conn:
+        for vec in vectors:
+
+            async def top(k: int, exact: bool, v: np.ndarray = vec) -> list[Any]:
+                rows = await sql.semantic_search(
+                    conn, bank, v, limit=k, min_similarity=-1.0, filters=_ANY, exact=exact, ef_search=ef
+                )
+                return [r["id"] for r in rows]
+
+            exact50 = await top(50, True)
+            out["semantic"].append(_overlap((await top(limit, not indexed))[:50], exact50))
+            out["seeds"].append(_overlap(await top(cfg.graph_seed_count, not indexed), exact50[:20]))
+        for vec in fact_vectors:  # a new fact close to stored ones, as ingest sees it
+            found = [r["id"] for r in await semantic_neighbours(conn, bank, vec, min_cosine=-1.0, limit=10)]
+            exact = await sql.semantic_search(
+                conn, bank, vec, limit=10, min_similarity=-1.0, filters=_ANY, exact=True, ef_search=ef
+            )
+            out["neighbours"].append(_overlap(found, [r["id"] for r in exact]))
+    return out
+
+
+async def _keyword_overlap(pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str]) -> list[float]:
+    """The bounded keyword arm's top 50 against unbounded BM25 (a bank with statistics only)."""
+    cfg = get_preset("default")
+    out = []
+    async with pool.acquire() as conn:
+        for q in questions:
+            text = keyword_or_query(q, cfg.keyword_max_terms)
+            if not text:
+                continue
+            full = await sql.keyword_search(conn, bank, text, limit=50, filters=_ANY, bank_size=size)
+            plan = sql.keyword_plan(
+                await query_lexemes(conn, bank, text), max_candidates=cfg.keyword_max_candidates
+            )
+            bounded = await sql.bounded_keyword_search(
+                conn,
+                bank,
+                plan,
+                limit=50,
+                max_candidates=cfg.keyword_max_candidates,
+                filters=_ANY,
+                bank_size=size,
+            )
+            out.append(_overlap([r["id"] for r in bounded], [r["id"] for r in full]))
+    return out
+
+
+async def _recalls(
+    pool: asyncpg.Pool, embedder: Embedder, bank: str, questions: Sequence[str], now: datetime
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    stages: dict[str, list[float]] = {}
+    for i, q in enumerate(questions):
+        req = RecallRequest(query=q, trace=True, query_timestamp=now)
+        started = time.perf_counter()
+        response = await run_recall(pool, embedder, None, bank, req, max_consistency_wait_s=0)
+        elapsed = (time.perf_counter() - started) * 1000
+        if i < 3:  # warm-up: caches, first plans
+            continue
+        latencies.append(elapsed)
+        trace = response.trace or {}
+        for stage, ms in trace.get("timings_ms", {}).items():
+            stages.setdefault(stage, []).append(ms)
+        for arm, detail in trace.get("arms", {}).items():
+            stages.setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
+    return {
+        "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
+        "n": len(latencies),
+        "stage_medians_ms": {k: statistics.median(v) for k, v in stages.items()},
+    }
+
+
+async def _sizes(pool: asyncpg.Pool) -> dict[str, Any]:
+    row = await pool.fetchrow(
+        """
+        SELECT (SELECT count(*) FROM memory_units) AS facts, (SELECT count(*) FROM memory_links) AS links,
+               (SELECT count(*) FROM unit_entities) AS unit_entities,
+               (SELECT count(DISTINCT bank_id) FROM memory_units) AS banks,
+               pg_relation_size('memory_units') + coalesce(pg_relation_size(
+                   (SELECT reltoastrelid FROM pg_class WHERE relname = 'memory_units')), 0) AS units_heap,
+               pg_indexes_size('memory_units') AS units_indexes,
+               pg_relation_size('memory_links') AS links_heap, pg_indexes_size('memory_links') AS links_indexes,
+               pg_total_relation_size('unit_entities') + pg_total_relation_size('entities') AS entities_total,
+               pg_relation_size('memory_units_search_gin') AS gin,
+               (SELECT coalesce(sum(pg_relation_size(index_name::regclass)), 0)::bigint FROM bank_vector_indexes) AS hnsw,
+               (SELECT coalesce(sum(facts_at_build), 0)::bigint FROM bank_vector_indexes) AS hnsw_facts
+        """
+    )
+    d = {k: int(v) for k, v in row.items()}
+    d["bytes_per_fact_heap"] = d["units_heap"] / d["facts"]
+    d["bytes_per_fact_indexes_without_hnsw"] = (d["units_indexes"] - d["hnsw"]) / d["facts"]
+    d["bytes_per_link"] = (d["links_heap"] + d["links_indexes"]) / max(d["links"], 1)
+    d["hnsw_bytes_per_fact"] = d["hnsw"] / max(d["hnsw_facts"], 1)
+    d["hnsw_gb_per_million_facts"] = d["hnsw_bytes_per_fact"] * 1e6 / 1e9
+    return d
+
+
+async def _stats_timing(pool: asyncpg.Pool, bank: str) -> dict[str, float]:
+    """`/stats`' link counts: the count(*) it ran before, and the counters now."""
+    before, after = [], []
+    for _ in range(5):
+        started = time.perf_counter()
+        await pool.fetch(
+            "SELECT link_type, count(*) FROM memory_links WHERE bank_id = $1 GROUP BY link_type", bank
+        )
+        before.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        await bank_stats(pool, bank)
+        after.append((time.perf_counter() - started) * 1000)
+    return {"count_links_ms": statistics.median(before), "bank_stats_ms": statistics.median(after)}
+
+
+def _questions(n: int, seed: int) -> list[str]:
+    qs = [q.question for path in conversation_paths(None) for q in load_sample(path).questions]
+    random.Random(seed).shuffle(qs)
+    return qs[:n]
+
+
+async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+    sources = load_sources()
+    vectors = embed_sources(sources, args.cache)
+    measured = [n for n in MEASURED if n <= args.total]
+    plans = bank_plan(args.total, measured, args.min_banks, args.seed)
+    postgres = EmbeddedPostgres(data_dir / "pg")
+    dsn = postgres.start()
+    try:
+        await apply_migrations(dsn)
+        conn = await asyncpg.connect(dsn)
+        from pgvector.asyncpg import register_vector
+
+        await register_vector(conn)
+        started = time.perf_counter()
+        build = await load_banks(conn, plans, sources, vectors, seed=args.seed)
+        await conn.execute("SET maintenance_work_mem = '512MB'")
+        clock = time.perf_counter()
+        changes = await maintain_once(dsn, args.index_min_facts)
+        build["maintenance_s"] = time.perf_counter() - clock
+        build["total_s"] = time.perf_counter() - started
+        await conn.close()
+        for change in changes:
+            console.print(f"[dim]{change}[/dim]")
+        pool = await create_pool(dsn, max_size=8)
+        try:
+            return await _measure(args, pool, vectors, measured, build)
+        finally:
+            await pool.close()
+    finally:
+        postgres.stop()
+
+
+async def _measure(
+    args: argparse.Namespace,
+    pool: asyncpg.Pool,
+    vectors: np.ndarray,
+    measured: list[int],
+    build: dict[str, float],
+) -> dict[str, Any]:
+    embedder = get_embedder(PACKAGED_EMBEDDING_MODEL)
+    questions = _questions(args.queries + 3, args.seed)
+    rng = np.random.default_rng(args.seed)
+    rows: dict[str, Any] = {}
+    for size in measured:
+        bank = f"scale-{size}"
+        shape = await sql.bank_shape(pool, bank, min_share=0.25, min_mentions=3)
+        qvec = embedder.encode(questions[: args.queries])
+        picks = rng.integers(0, len(vectors), 10)
+        noise = rng.normal(0, 0.0247, (10, vectors.shape[1])).astype(np.float32)
+        fact_vecs = vectors[picks] + noise
+        fact_vecs /= np.linalg.norm(fact_vecs, axis=1, keepdims=True)
+        result = await _recalls(pool, embedder, bank, questions, args.now)
+        quality = await _quality(pool, bank, shape.indexed, qvec, fact_vecs)
+        result["indexed"] = shape.indexed
+        result["overlap"] = {
+            k: {"mean": float(np.mean(v)), "min": float(np.min(v))} for k, v in quality.items()
+        }
+        if shape.keyword_stats:
+            kw = await _keyword_overlap(pool, bank, shape.size, questions[: args.queries])
+            result["keyword_overlap"] = {"mean": float(np.mean(kw)), "min": float(np.min(kw))}
+        rows[bank] = result
+        console.print(f"[dim]{bank}: p50 {result['p50_ms']:.1f} ms[/dim]")
+    report = {
+        "build": build,
+        "sizes": await _sizes(pool),
+        "stats": await _stats_timing(
+            pool, "scale-100000" if 100_000 in measured else f"scale-{measured[-1]}"
+        ),
+        "rows": rows,
+    }
+    return report
+
+
+def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
+    sizes = report["sizes"]
+    stage_names = [
+        "embed",
+        "arm:semantic",
+        "arm:keyword",
+        "arm:temporal",
+        "arms",
+        "hydrate",
+        "rerank",
+        "boosts",
+    ]
+    rows = []
+    for bank, r in report["rows"].items():
+        med = r["stage_medians_ms"]
+        ov = r["overlap"]
+        kw = r.get("keyword_overlap")
+        rows.append(
+            [bank.removeprefix("scale-"), "hnsw" if r["indexed"] else "exact", r["p50_ms"], r["p95_ms"]]
+            + [med.get(s, float("nan")) for s in stage_names]
+            + [ov["semantic"]["mean"], ov["semantic"]["min"], ov["seeds"]["min"], ov["neighbours"]["min"]]
+            + [kw["mean"] if kw else float("nan")]
+        )
+    print_table(
+        f"Recall at scale: {sizes['facts']:,} facts, {sizes['links']:,} links, {sizes['banks']:,} banks "
+        f"(in-process, median ms; 2 shared cores, noisy)",
+        ["facts", "vector", "p50", "p95", *stage_names, "sem ov", "sem min", "seeds min", "nbr min", "kw ov"],
+        rows,
+        digits=1,
+    )
+    b = report["build"]
+    st = report["stats"]
+    print_table(
+        "Build and storage",
+        ["what", "value"],
+        [
+            ["build total s", b["total_s"]],
+            ["  COPY s", b["copy_s"]],
+            ["  secondary indexes s", b["secondary_indexes_s"]],
+            ["  maintenance (HNSW + lexemes) s", b["maintenance_s"]],
+            ["fact heap+toast bytes/fact", sizes["bytes_per_fact_heap"]],
+            ["fact indexes (no HNSW) bytes/fact", sizes["bytes_per_fact_indexes_without_hnsw"]],
+            ["link bytes/link (heap+indexes)", sizes["bytes_per_link"]],
+            ["HNSW bytes/indexed fact", sizes["hnsw_bytes_per_fact"]],
+            ["/stats links: count(*) ms", st["count_links_ms"]],
+            ["/stats now (counters) ms", st["bank_stats_ms"]],
+        ],
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--total", type=int, default=1_000_000, help="facts in the table")
+    parser.add_argument("--min-banks", type=int, default=1000, help="banks in the table, at least")
+    parser.add_argument("--queries", type=int, default=40, help="LoCoMo questions per bank size")
+    parser.add_argument("--index-min-facts", type=int, default=10_000, help="per-bank HNSW from this size")
+    parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tempr-bench")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--keep", action="store_true", help="keep the database directory")
+    args = parser.parse_args(argv)
+    args.now = datetime(2024, 1, 1, tzinfo=UTC)
+    data_dir = Path(tempfile.mkdtemp(prefix="tempr-scale-"))
+    try:
+        report = asyncio.run(run(args, data_dir))
+    finally:
+        if not args.keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    report["meta"] = {
+        "total": args.total,
+        "min_banks": args.min_banks,
+        "queries": args.queries,
+        "index_min_facts": args.index_min_facts,
+        "seed": args.seed,
+    }
+    _print(report, args)
+    write_json(args.json, report)
+
+
+if __name__ == "__main__":
+    main()

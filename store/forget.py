@@ -1,0 +1,257 @@
+"""Forgetting: a fact or messages removed with what rests on them, and tombstoned.
+
+Every function runs inside the caller's transaction (under `bank_locks.lock_bank_for_rewrite`),
+so a forget is applied whole or not at all. Tombstones keep only ids and times, never content:
+the materializer, the segmenter, retain and import refuse what they name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from tempr.schemas.events import MessageEvent
+from tempr.store.entities import refresh_mention_counts
+
+__all__ = [
+    "Forgotten",
+    "conversation_message_ids",
+    "forget_fact",
+    "forget_messages",
+    "forgotten_facts_among",
+    "forgotten_messages_among",
+    "known_messages",
+    "message_tombstones",
+    "remove_units",
+]
+
+_MESSAGE_FACT_TYPES = ["world", "experience"]
+
+
+@dataclass
+class Forgotten:
+    facts: int = 0
+    observations: int = 0
+    opinions_updated: int = 0
+    entities: int = 0
+    chunks: int = 0
+    messages: int = 0
+    # Messages that shared a fact or a chunk with the forgotten ones: rebuilt without them.
+    rebuild: list[tuple[int, MessageEvent]] = field(default_factory=list)
+
+
+async def remove_units(conn: asyncpg.Connection, bank_id: str, unit_ids: Sequence[UUID]) -> Forgotten:
+    """Delete the units (links and mentions cascade), the observations resting on them, and
+    the entities nobody mentions any more; opinions keep their text and drop them as evidence."""
+    ids = list(unit_ids)
+    out = Forgotten()
+    if not ids:
+        return out
+    observations = [
+        r["id"]
+        for r in await conn.fetch(
+            """
+            SELECT id FROM memory_units
+            WHERE bank_id = $1 AND fact_type = 'observation' AND evidence_ids && $2::uuid[]
+              AND NOT id = ANY($2::uuid[])
+            """,
+            bank_id,
+            ids,
+        )
+    ]
+    doomed = ids + observations
+    touched = [
+        r["entity_id"]
+        for r in await conn.fetch(
+            "SELECT DISTINCT entity_id FROM unit_entities WHERE unit_id = ANY($1::uuid[])", doomed
+        )
+    ]
+    gone = await conn.fetch(
+        "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) RETURNING fact_type",
+        bank_id,
+        doomed,
+    )
+    out.observations = len(observations)
+    out.facts = len(gone) - len(observations)
+    out.opinions_updated = _count(
+        await conn.execute(
+            """
+            UPDATE memory_units SET
+                evidence_ids = ARRAY(SELECT e FROM unnest(evidence_ids) AS e WHERE NOT e = ANY($2::uuid[])),
+                updated_at = now()
+            WHERE bank_id = $1 AND fact_type = 'opinion' AND evidence_ids && $2::uuid[]
+            """,
+            bank_id,
+            ids,
+        )
+    )
+    out.entities = _count(
+        await conn.execute(
+            """
+            DELETE FROM entities e WHERE e.id = ANY($1::uuid[])
+              AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)
+            """,
+            touched,
+        )
+    )
+    await refresh_mention_counts(conn, touched)
+    return out
+
+
+async def forget_fact(
+    conn: asyncpg.Connection, bank_id: str, unit_id: UUID, *, reason: str = "forgotten"
+) -> Forgotten | None:
+    """None when the bank holds no such fact (and never did: a tombstone answers as done)."""
+    exists = await conn.fetchval(
+        "SELECT 1 FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, unit_id
+    )
+    tombstoned = await conn.fetchval(
+        "SELECT 1 FROM forgotten_facts WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id
+    )
+    if not exists and not tombstoned:
+        return None
+    await conn.execute(
+        "INSERT INTO forgotten_facts (bank_id, unit_id, reason) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        bank_id,
+        unit_id,
+        reason,
+    )
+    return await remove_units(conn, bank_id, [unit_id])
+
+
+async def conversation_message_ids(conn: asyncpg.Connection, bank_id: str, conversation_id: str) -> list[str]:
+    """Every message of the conversation the journal or a fact knows of."""
+    rows = await conn.fetch(
+        """
+        SELECT message_id FROM messages WHERE bank_id = $1 AND conversation_id = $2
+        UNION
+        SELECT unnest(source_message_ids) FROM memory_units
+        WHERE bank_id = $1 AND conversation_id = $2 AND fact_type = ANY($3::text[])
+        """,
+        bank_id,
+        conversation_id,
+        _MESSAGE_FACT_TYPES,
+    )
+    return sorted(r["message_id"] for r in rows)
+
+
+async def known_messages(conn: asyncpg.Connection, bank_id: str, message_ids: Sequence[str]) -> set[str]:
+    """Which ids the journal, a fact or a tombstone knows in this bank."""
+    rows = await conn.fetch(
+        """
+        SELECT message_id FROM messages WHERE bank_id = $1 AND message_id = ANY($2::text[])
+        UNION SELECT message_id FROM forgotten_messages WHERE bank_id = $1 AND message_id = ANY($2::text[])
+        UNION SELECT m FROM memory_units u, unnest(u.source_message_ids) AS m
+              WHERE u.bank_id = $1 AND u.source_message_ids && $2::text[] AND m = ANY($2::text[])
+        """,
+        bank_id,
+        list(message_ids),
+    )
+    return {r["message_id"] for r in rows}
+
+
+async def forget_messages(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    message_ids: Sequence[str],
+    *,
+    conversation_id: str | None = None,
+    reason: str = "forgotten",
+) -> Forgotten:
+    """Tombstone the messages, drop them from the journal, delete every fact and chunk made
+    from them; the other messages those facts or chunks held are reopened for a rebuild (the
+    caller publishes `rebuild` after the commit; the sweeper does if that publish fails)."""
+    forgotten = sorted(set(message_ids))
+    await conn.executemany(
+        """
+        INSERT INTO forgotten_messages (bank_id, message_id, conversation_id, reason)
+        VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+        """,
+        [(bank_id, m, conversation_id, reason) for m in forgotten],
+    )
+    facts = await conn.fetch(
+        """
+        SELECT id, source_message_ids FROM memory_units
+        WHERE bank_id = $1 AND fact_type = ANY($3::text[]) AND source_message_ids && $2::text[]
+        """,
+        bank_id,
+        forgotten,
+        _MESSAGE_FACT_TYPES,
+    )
+    chunks = await conn.fetch(
+        "DELETE FROM chunks WHERE bank_id = $1 AND message_ids && $2::text[] RETURNING message_ids",
+        bank_id,
+        forgotten,
+    )
+    neighbours = {m for r in facts for m in r["source_message_ids"]} | {
+        m for r in chunks for m in r["message_ids"]
+    }
+    neighbours -= set(forgotten)
+    out = await remove_units(conn, bank_id, [r["id"] for r in facts])
+    out.chunks = len(chunks)
+    # Opinions cite messages through their evidence: they keep their text, not the citation.
+    await conn.execute(
+        """
+        UPDATE memory_units SET
+            source_message_ids = ARRAY(SELECT m FROM unnest(source_message_ids) AS m WHERE NOT m = ANY($2::text[]))
+        WHERE bank_id = $1 AND fact_type = 'opinion' AND source_message_ids && $2::text[]
+        """,
+        bank_id,
+        forgotten,
+    )
+    out.messages = _count(
+        await conn.execute(
+            "DELETE FROM messages WHERE bank_id = $1 AND message_id = ANY($2::text[])", bank_id, forgotten
+        )
+    )
+    rows = await conn.fetch(
+        """
+        UPDATE messages SET processed_at = NULL, published_at = NULL, parked_at = NULL, attempts = 0,
+                            publish_count = 0
+        WHERE bank_id = $1 AND message_id = ANY($2::text[])
+        RETURNING seq, payload
+        """,
+        bank_id,
+        sorted(neighbours),
+    )
+    out.rebuild = sorted((r["seq"], MessageEvent.model_validate(r["payload"])) for r in rows)
+    return out
+
+
+async def forgotten_messages_among(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, message_ids: Sequence[str]
+) -> dict[str, datetime]:
+    """The tombstoned ones, with when they were forgotten."""
+    rows = await conn.fetch(
+        "SELECT message_id, forgotten_at FROM forgotten_messages WHERE bank_id = $1 AND message_id = ANY($2::text[])",
+        bank_id,
+        sorted(set(message_ids)),
+    )
+    return {r["message_id"]: r["forgotten_at"] for r in rows}
+
+
+async def forgotten_facts_among(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, unit_ids: Sequence[UUID]
+) -> set[UUID]:
+    rows = await conn.fetch(
+        "SELECT unit_id FROM forgotten_facts WHERE bank_id = $1 AND unit_id = ANY($2::uuid[])",
+        bank_id,
+        list(set(unit_ids)),
+    )
+    return {r["unit_id"] for r in rows}
+
+
+async def message_tombstones(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT message_id, conversation_id, forgotten_at, reason FROM forgotten_messages WHERE bank_id = $1"
+        " ORDER BY forgotten_at, message_id",
+        bank_id,
+    )
+
+
+def _count(status: str) -> int:
+    return int(status.split()[-1])

@@ -1,0 +1,83 @@
+"""The retention sweeper: forgets what banks keep no longer (`message_retention_days`,
+`fact_retention_days` in a bank's config).
+
+It runs in the worker, on the Faust leader only, every `TEMPR_RETENTION_SWEEP_INTERVAL_S`; a
+Postgres advisory lock makes it one sweeper at a time even across several worker replicas or
+a leader that changes mid-sweep. Each batch is one transaction under the bank's rewrite lock,
+with the same tombstones as forgetting by hand, so a crash leaves whole batches done or not.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import asyncpg
+import faust
+
+from tempr.store import bank_locks, retention
+from tempr.streams.context import WorkerContext
+from tempr.streams.stage import Topics
+
+__all__ = ["Swept", "register", "sweep_retention"]
+
+log = logging.getLogger(__name__)
+
+_BATCH = 1000
+
+
+@dataclass
+class Swept:
+    messages: dict[str, int] = field(default_factory=dict)
+    facts: dict[str, int] = field(default_factory=dict)
+    ran: bool = True  # False: another sweeper held the lock
+
+
+async def sweep_retention(pool: asyncpg.Pool, *, batch: int = _BATCH) -> Swept:
+    swept = Swept()
+    async with pool.acquire() as lock_conn:
+        if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", retention.RETENTION_LOCK):
+            return Swept(ran=False)
+        try:
+            for bank in await retention.banks_with_retention(pool):
+                if bank["message_days"] is not None:
+                    swept.messages[bank["id"]] = await _drain(
+                        pool, bank["id"], bank["message_days"], batch, facts=False
+                    )
+                if bank["fact_days"] is not None:
+                    swept.facts[bank["id"]] = await _drain(
+                        pool, bank["id"], bank["fact_days"], batch, facts=True
+                    )
+        finally:
+            await lock_conn.execute("SELECT pg_advisory_unlock($1)", retention.RETENTION_LOCK)
+    return swept
+
+
+async def _drain(pool: asyncpg.Pool, bank_id: str, days: int, batch: int, *, facts: bool) -> int:
+    total = 0
+    while True:
+        async with pool.acquire() as conn, conn.transaction():
+            await bank_locks.lock_bank_for_rewrite(conn, bank_id)
+            if facts:
+                done = await retention.expire_facts(conn, bank_id, days, limit=batch)
+                count = done.facts + done.observations
+            else:
+                done = await retention.expire_messages(conn, bank_id, days, limit=batch)
+                count = done.messages
+        total += count
+        if count < batch:
+            return total
+
+
+def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
+    @app.timer(interval=ctx.settings.retention_sweep_interval_s, on_leader=True)
+    async def forget_expired() -> None:
+        if not ctx.ready.is_set():
+            return
+        try:
+            swept = await sweep_retention(ctx.db)
+        except Exception as exc:  # the database is down: the next sweep tries again
+            log.warning("the retention sweep failed: %r", exc)
+            return
+        if swept.messages or swept.facts:
+            log.info("retention: messages forgotten %s, facts forgotten %s", swept.messages, swept.facts)

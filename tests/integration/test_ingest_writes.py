@@ -1,0 +1,188 @@
+"""The ingest side's set-based reads and writes on the real Postgres: links in one statement,
+the resolver's neighbour queries for a whole batch, entities written at the end of the
+materializer's batch; each idempotent."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import numpy as np
+import pytest
+
+from tempr.agents.materialize_graph import BatchWrites, apply_event
+from tempr.schemas.events import ExtractedFact, GraphEvent, MemoryLink, ResolvedEntity, UnitEntity
+from tempr.store import graph_context, links, memories, vector_indexes
+
+pytestmark = pytest.mark.integration
+
+DIM = 384
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def _unit(v: np.ndarray) -> list[float]:
+    return (v / np.linalg.norm(v)).astype(np.float32).tolist()
+
+
+def _fact(text: str, embedding: list[float] | None = None, minutes: int = 0) -> ExtractedFact:
+    return ExtractedFact(
+        fact_id=uuid.uuid4(), text=text, mentioned_at=T0 + timedelta(minutes=minutes), embedding=embedding
+    )
+
+
+async def _store(db: asyncpg.Pool, bank: str, facts: list[ExtractedFact]) -> None:
+    async with db.acquire() as conn:
+        for fact in facts:
+            await memories.upsert_fact(conn, bank, None, fact)
+
+
+async def test_links_are_one_statement_that_drops_missing_ends_and_only_raises_weights(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    a, b, c = (_fact(t) for t in ("Ann sings.", "Ben drums.", "Cy plays bass."))
+    await _store(db, bank, [a, b, c])
+    ab, bc = (a.fact_id, b.fact_id), (b.fact_id, c.fact_id)
+    batch = [
+        MemoryLink(from_id=ab[0], to_id=ab[1], link_type="semantic", weight=0.8),
+        MemoryLink(from_id=ab[0], to_id=ab[1], link_type="semantic", weight=0.9),  # same row twice
+        MemoryLink(from_id=bc[0], to_id=bc[1], link_type="temporal", weight=0.5),
+        MemoryLink(from_id=a.fact_id, to_id=uuid.uuid4(), link_type="entity", weight=0.7),  # not stored
+        MemoryLink(from_id=a.fact_id, to_id=a.fact_id, link_type="entity", weight=0.7),  # itself
+    ]
+    async with db.acquire() as conn:
+        await links.upsert_links(conn, bank, batch)
+        query = (
+            "SELECT from_id, to_id, link_type, weight, xmin::text AS v FROM memory_links WHERE bank_id = $1"
+        )
+        rows = {(r["from_id"], r["to_id"], r["link_type"]): r for r in await conn.fetch(query, bank)}
+        assert {k: pytest.approx(r["weight"]) for k, r in rows.items()} == {
+            (*ab, "semantic"): 0.9,
+            (*bc, "temporal"): 0.5,
+        }
+        # Redelivered, or linked again lighter: nothing is written. Heavier: the weight rises.
+        await links.upsert_links(conn, bank, [*batch, batch[0]])
+        await links.upsert_links(
+            conn, bank, [MemoryLink(from_id=bc[0], to_id=bc[1], link_type="temporal", weight=0.6)]
+        )
+        again = {(r["from_id"], r["to_id"], r["link_type"]): r for r in await conn.fetch(query, bank)}
+    assert again[(*ab, "semantic")]["v"] == rows[(*ab, "semantic")]["v"]
+    assert again[(*bc, "temporal")]["weight"] == pytest.approx(0.6)
+
+
+async def test_semantic_neighbours_of_a_batch_are_the_exact_nearest_of_each_fact_in_its_bank(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(3, DIM))
+    facts = [
+        _fact(f"fact {i}", _unit(centres[i % 3] + rng.normal(scale=0.04, size=DIM) * np.sqrt(DIM) / 6))
+        for i in range(60)
+    ]
+    await _store(db, bank, facts)
+    # Another bank with the very same vectors: never a neighbour.
+    await _store(db, f"{bank}-other", [_fact(f.text, f.embedding) for f in facts])
+    queries = [_unit(centres[i % 3] + rng.normal(scale=0.05, size=DIM)) for i in range(5)]
+    matrix = np.asarray([f.embedding for f in facts])
+
+    async def check() -> None:
+        rows = await graph_context.semantic_neighbours_of_many(db, bank, queries, min_cosine=0.7, limit=10)
+        got: list[set[uuid.UUID]] = [set() for _ in queries]
+        for row in rows:
+            for q in row["queries"]:
+                got[q].add(row["id"])
+        for q, vector in enumerate(queries):
+            cosine = matrix @ np.asarray(vector)
+            order = [i for i in np.argsort(-cosine) if cosine[i] >= 0.7][:10]
+            assert len(order) == 10
+            assert got[q] == {facts[i].fact_id for i in order}
+        assert {r["id"] for r in rows} <= {f.fact_id for f in facts}
+
+    await check()  # scanned exactly
+    async with db.acquire() as conn:
+        await vector_indexes.build_bank_index(conn, bank, len(facts))
+        try:
+            await check()  # through the bank's own index (exact at this size)
+        finally:
+            await vector_indexes.drop_bank_index(conn, bank)
+
+
+async def test_entity_neighbours_of_a_batch_say_which_entities_reached_them(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    facts = [_fact(f"fact {i}", minutes=i) for i in range(6)]
+    await _store(db, bank, facts)
+    ann, ben = uuid.uuid4(), uuid.uuid4()
+    event = GraphEvent(
+        bank_id=bank,
+        chunk_id=uuid.uuid4(),
+        message_event_ids=[],
+        entities=[ResolvedEntity(entity_id=e, canonical_name=n) for e, n in ((ann, "Ann"), (ben, "Ben"))],
+        unit_entities=[
+            *(UnitEntity(unit_id=f.fact_id, entity_id=ann) for f in facts),
+            UnitEntity(unit_id=facts[0].fact_id, entity_id=ben),
+        ],
+    )
+    async with db.acquire() as conn, conn.transaction():
+        assert await apply_event(conn, event)
+    rows = await graph_context.entity_neighbours(db, bank, [ann, ben], per_entity=2)
+    via = {r["id"]: set(r["via"]) for r in rows}
+    # Ann's two latest facts, and Ben's only one.
+    assert via == {facts[5].fact_id: {ann}, facts[4].fact_id: {ann}, facts[0].fact_id: {ben}}
+
+
+async def test_a_batch_writes_entities_at_its_end_merged_and_a_redelivery_changes_nothing(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    one, two = _fact("Caroline paints."), _fact("Caro runs.", minutes=90)
+    caroline = uuid.uuid4()
+
+    def event(fact: ExtractedFact, alias: str, kind: str, seen: datetime, linked: bool) -> GraphEvent:
+        return GraphEvent(
+            bank_id=bank,
+            chunk_id=uuid.uuid4(),
+            message_event_ids=[],
+            facts=[fact],
+            entities=[
+                ResolvedEntity(
+                    entity_id=caroline,
+                    canonical_name="Caroline",
+                    kind=kind,
+                    aliases=[alias],
+                    first_seen=seen,
+                    last_seen=seen,
+                )
+            ],
+            unit_entities=[UnitEntity(unit_id=fact.fact_id, entity_id=caroline)],
+            links=[MemoryLink(from_id=one.fact_id, to_id=two.fact_id, link_type="temporal", weight=0.9)]
+            if linked
+            else [],
+        )
+
+    batch = [
+        event(one, "Caroline", "other", T0, linked=False),
+        event(two, "Caro", "person", T0 + timedelta(hours=2), linked=True),
+    ]
+
+    async def materialize() -> tuple[asyncpg.Record, list[asyncpg.Record]]:
+        async with db.acquire() as conn, conn.transaction():
+            later = BatchWrites()
+            for e in batch:
+                assert await apply_event(conn, e, later)
+            await later.flush(conn)
+        entity = await db.fetchrow(
+            "SELECT kind, aliases, mention_count, first_seen, last_seen, xmin::text AS v FROM entities WHERE id = $1",
+            caroline,
+        )
+        stored = await db.fetch("SELECT from_id, to_id, weight FROM memory_links WHERE bank_id = $1", bank)
+        return entity, stored
+
+    entity, stored = await materialize()
+    assert entity["kind"] == "person" and sorted(entity["aliases"]) == ["Caro", "Caroline"]
+    assert entity["mention_count"] == 2
+    assert (entity["first_seen"], entity["last_seen"]) == (T0, T0 + timedelta(hours=2))
+    assert [(r["from_id"], r["to_id"]) for r in stored] == [(one.fact_id, two.fact_id)]
+    entity_again, stored_again = await materialize()
+    assert dict(entity_again) | {"v": None} == dict(entity) | {"v": None}
+    assert stored_again == stored
+    assert await db.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank) == 2

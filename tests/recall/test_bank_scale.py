@@ -1,0 +1,186 @@
+"""The read side at scale: a bank's own vector index, the bounded keyword arm, the counters."""
+
+from __future__ import annotations
+
+import uuid
+
+import asyncpg
+import numpy as np
+import pytest
+
+from tempr.recall_api.recall.arms import ArmContext, keyword_or_query, run_arm
+from tempr.recall_api.recall.config import RecallConfig
+from tempr.store import keyword_stats, vector_indexes
+from tempr.store import recall as sql
+from tempr.store.bank_stats import bank_stats
+from tests.recall.bankkit import Unit, embed, insert_link, insert_units
+
+pytestmark = pytest.mark.integration
+
+TOPICS = ["sailing", "pottery", "chess", "baking bread", "hiking", "the violin", "astronomy", "gardening"]
+PEOPLE = ["Ana", "Bruno", "Chen", "Dara", "Emeka", "Farah"]
+
+
+def _facts(n: int) -> list[Unit]:
+    return [
+        Unit(f"{PEOPLE[i % len(PEOPLE)]} talked about {TOPICS[i % len(TOPICS)]} on day {i}.")
+        for i in range(n)
+    ]
+
+
+async def _index(db: asyncpg.Pool, bank: str, facts: int) -> None:
+    async with db.acquire() as conn:
+        await vector_indexes.build_bank_index(conn, bank, facts)
+
+
+async def test_a_bank_with_its_own_index_is_searched_through_it_and_finds_the_exact_top(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    units = _facts(80)
+    await insert_units(db, bank, units)
+    await _index(db, bank, len(units))
+    shape = await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)
+    assert shape.indexed and shape.size == 80
+
+    query = "Who plays chess?"
+    vector = embed([query])[0]
+    async with db.acquire() as conn, conn.transaction():
+        # With sorting ruled out only an index that orders by distance can serve the query:
+        # the plan names the bank's index, though bank_id is a parameter (custom plans).
+        await conn.execute("SET LOCAL enable_sort = off")
+        plan = await conn.fetch(
+            "EXPLAIN SELECT id FROM memory_units u WHERE u.bank_id = $1 AND u.embedding IS NOT NULL "
+            "ORDER BY u.embedding <=> $2 LIMIT 10",
+            bank,
+            vector,
+        )
+    assert vector_indexes.bank_index_name(bank) in "\n".join(r[0] for r in plan)
+
+    ctx = ArmContext(
+        bank_id=bank,
+        keyword_text=query,
+        embedding=vector,
+        filters=sql.RecallFilters(),
+        limit=20,
+        cfg=RecallConfig(semantic_threshold=-1.0),
+        bank_size=shape.size,
+        indexed=True,
+    )
+    through_index = await run_arm(db, "semantic", ctx)
+    assert through_index.note == "hnsw"
+    async with db.acquire() as conn:
+        exact = await sql.semantic_search(
+            conn,
+            bank,
+            vector,
+            limit=10,
+            min_similarity=-1.0,
+            filters=sql.RecallFilters(),
+            exact=True,
+            ef_search=40,
+        )
+    assert through_index.ids[:10] == [r["id"] for r in exact]
+    chess = {u.id for u in units if "chess" in u.text}
+    assert through_index.ids[0] in chess
+
+
+async def test_maintenance_indexes_big_banks_and_drops_the_index_of_one_that_shrank(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    await insert_units(db, bank, _facts(30))
+    async with db.acquire() as conn:
+        built = await vector_indexes.maintain(conn, min_facts=30)
+        assert any(c.bank_id == bank and c.action == "built" for c in built)
+        assert await conn.fetchval(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass",
+            vector_indexes.bank_index_name(bank),
+        )
+        await conn.execute("DELETE FROM memory_units WHERE bank_id = $1", bank)
+        dropped = await vector_indexes.maintain(conn, min_facts=30)
+        assert any(c.bank_id == bank and c.action == "dropped" for c in dropped)
+        assert await conn.fetchval("SELECT to_regclass($1)", vector_indexes.bank_index_name(bank)) is None
+    assert not (await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)).indexed
+
+
+async def test_bounded_keyword_search_scores_like_the_unbounded_one_when_nothing_is_cut(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    await insert_units(db, bank, [*_facts(48), Unit("Dara bought a telescope for astronomy at night.")])
+    async with db.acquire() as conn:
+        await keyword_stats.refresh_bank(conn, bank)
+        text = keyword_or_query("Which of them bought a telescope for astronomy or chess?")
+        full = await sql.keyword_search(conn, bank, text, limit=20, filters=sql.RecallFilters(), bank_size=49)
+        plan = sql.keyword_plan(await keyword_stats.query_lexemes(conn, bank, text), max_candidates=10_000)
+        assert plan.complete
+        bounded = await sql.bounded_keyword_search(
+            conn, bank, plan, limit=20, max_candidates=10_000, filters=sql.RecallFilters(), bank_size=49
+        )
+    assert [r["id"] for r in bounded] == [r["id"] for r in full]
+    assert np.allclose([r["score"] for r in bounded], [r["score"] for r in full])
+
+
+async def test_bounded_keyword_arm_scores_the_rare_terms_facts_first(db: asyncpg.Pool, bank: str) -> None:
+    telescope = Unit("Dara bought a telescope for astronomy at night.")
+    await insert_units(db, bank, [*_facts(48), telescope])
+    async with db.acquire() as conn:
+        await keyword_stats.refresh_bank(conn, bank)
+    query = "Who talked about the telescope?"
+    ctx = ArmContext(
+        bank_id=bank,
+        keyword_text=query,
+        embedding=None,
+        filters=sql.RecallFilters(),
+        limit=10,
+        cfg=RecallConfig(keyword_max_candidates=5),  # "talked" (48 facts) is cut, "telescope" is not
+        bank_size=49,
+        keyword_stats=True,
+    )
+    result = await run_arm(db, "keyword", ctx)
+    assert result.ids == [telescope.id]
+    assert result.note is not None and "rarest 1/2 terms" in result.note
+
+
+def test_keyword_plan_takes_the_rarest_terms_up_to_the_cap() -> None:
+    plan = sql.keyword_plan({"said": 900, "telescop": 3, "night": 40, "bought": 60}, max_candidates=100)
+    assert plan.essential == ("telescop", "night")  # 3 + 40 facts; with "bought" 103 > 100
+    assert not plan.complete
+    # The rarest term is always kept, even alone over the cap.
+    assert sql.keyword_plan({"said": 900}, max_candidates=10).essential == ("said",)
+
+
+def test_tsquery_of_quotes_lexemes_as_they_are() -> None:
+    assert sql.tsquery_of(["o'neil", "back\\slash", "plain"]) == "'o''neil' | 'back\\\\slash' | 'plain'"
+
+
+async def test_stats_counters_follow_inserts_upserts_and_deletes(db: asyncpg.Pool, bank: str) -> None:
+    a, b, c = (
+        Unit(f"Fact {name} about {bank}.", fact_type=t)
+        for name, t in (("a", "world"), ("b", "world"), ("c", "experience"))
+    )
+    await insert_units(db, bank, [a, b, c])
+    await insert_link(db, bank, a.id, b.id, "semantic", 0.8)
+    await insert_link(db, bank, b.id, c.id, "temporal", 0.5)
+    await db.execute(
+        """INSERT INTO memory_links (from_id, to_id, link_type, weight, bank_id)
+           SELECT from_id, to_id, link_type, 0.9, bank_id FROM memory_links WHERE bank_id = $1
+           ON CONFLICT (from_id, to_id, link_type) DO UPDATE SET weight = excluded.weight""",
+        bank,
+    )  # a redelivery: the same links again
+    stats = await bank_stats(db, bank)
+    assert stats["facts_by_type"] == {"experience": 1, "world": 2} and stats["facts"] == 3
+    assert stats["links_by_type"] == {"semantic": 1, "temporal": 1}
+
+    await db.execute("UPDATE memory_units SET fact_type = 'opinion' WHERE id = $1", b.id)
+    await db.execute("DELETE FROM memory_units WHERE id = $1", a.id)  # its link cascades
+    stats = await bank_stats(db, bank)
+    assert stats["facts_by_type"] == {"experience": 1, "opinion": 1}
+    assert stats["links_by_type"] == {"temporal": 1}
+    truth = await db.fetch(
+        "SELECT link_type, count(*) AS n FROM memory_links WHERE bank_id = $1 GROUP BY 1", bank
+    )
+    assert {r["link_type"]: r["n"] for r in truth} == stats["links_by_type"]
+
+
+async def test_an_unknown_bank_has_no_shape(db: asyncpg.Pool) -> None:
+    shape = await sql.bank_shape(db, f"nobody-{uuid.uuid4().hex[:8]}", min_share=0.25, min_mentions=3)
+    assert (shape.size, shape.indexed, shape.keyword_stats) == (0, False, False)
