@@ -220,7 +220,8 @@ async def keyword_search(
     filters: RecallFilters,
     bank_size: int,
 ) -> list[asyncpg.Record]:
-    """``(id, score)`` ranked by BM25 (k1 = 1.2, b = 0.75) over the stemmed lexemes.
+    """``(id, score, full_match)`` ranked by BM25 (k1 = 1.2, b = 0.75) over the stemmed lexemes;
+    ``full_match`` is what an average-length fact holding every query lexeme once would score.
 
     Postgres' ts_rank_cd has no inverse document frequency: a speaker's name, present in
     almost every fact of a conversation, would weigh as much as a rare proper noun. The
@@ -247,11 +248,17 @@ async def keyword_search(
             SELECT c.id, c.dl, t.lexeme, greatest(cardinality(t.positions), 1)::float8 AS tf
             FROM cand c, terms, unnest(ts_filter(setweight(c.search, 'A', terms.lexemes), '{{a}}')) t
         ),
-        df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
+        df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),
+        full_match AS (
+            SELECT coalesce(sum(ln(1 + ($4::float8 - coalesce(df.df, 0) + 0.5)
+                                       / (coalesce(df.df, 0) + 0.5))), 0) AS v
+            FROM (SELECT DISTINCT unnest(terms.lexemes) AS lexeme FROM terms) t LEFT JOIN df USING (lexeme)
+        )
         SELECT tf.id,
                sum(ln(1 + ($4::float8 - df.df + 0.5) / (df.df + 0.5))
-                   * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score
-        FROM tf JOIN df USING (lexeme), avgdl
+                   * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score,
+               max(full_match.v) AS full_match
+        FROM tf JOIN df USING (lexeme), avgdl, full_match
         GROUP BY tf.id
         ORDER BY score DESC, tf.id
         LIMIT $3
@@ -302,7 +309,7 @@ async def bounded_keyword_search(
     filters: RecallFilters,
     bank_size: int,
 ) -> list[asyncpg.Record]:
-    """``(id, score)`` by the same BM25 as `keyword_search`, over the facts of the plan's
+    """``(id, score, full_match)`` by the same BM25 as `keyword_search`, over the facts of the plan's
     essential lexemes only (at most ``max_candidates``), each scored on every query lexeme
     with the bank's document frequencies."""
     if not plan.essential:
@@ -323,7 +330,8 @@ async def bounded_keyword_search(
         )
         SELECT tf.id,
                sum(ln(1 + ($6::float8 - terms.df + 0.5) / (terms.df + 0.5))
-                   * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score
+                   * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score,
+               (SELECT sum(ln(1 + ($6::float8 - t.df + 0.5) / (t.df + 0.5))) FROM terms t) AS full_match
         FROM tf JOIN terms USING (lexeme), avgdl
         GROUP BY tf.id
         ORDER BY score DESC, tf.id

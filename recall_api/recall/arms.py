@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -114,7 +115,7 @@ async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
         rows = await sql.keyword_search(
             conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters, bank_size=ctx.bank_size
         )
-        return ArmResult("keyword", [ArmHit(r["id"], float(r["score"])) for r in rows], note=or_query)
+        return ArmResult("keyword", _keyword_hits(rows), note=or_query)
     cap = ctx.cfg.keyword_max_candidates
     plan = sql.keyword_plan(await query_lexemes(conn, ctx.bank_id, or_query), max_candidates=cap)
     rows = await sql.bounded_keyword_search(
@@ -126,9 +127,23 @@ async def keyword_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:
         filters=ctx.filters,
         bank_size=ctx.bank_size,
     )
-    hits = [ArmHit(r["id"], float(r["score"])) for r in rows]
+    hits = _keyword_hits(rows)
     bound = "all terms" if plan.complete else f"rarest {len(plan.essential)}/{len(plan.frequencies)} terms"
     return ArmResult("keyword", hits, note=f"{or_query} ({bound})")
+
+
+def _keyword_hits(rows: Sequence[asyncpg.Record]) -> list[ArmHit]:
+    """Each match with its coverage: its BM25 over a full match's, in [0, 1]. One common word
+    of a four-word question counts for little, however alone it is in matching (on a small
+    bank, "days" in "sleeps most of the day" for "Where is Ingrid based these days?")."""
+    return [
+        ArmHit(
+            r["id"],
+            float(r["score"]),
+            {"coverage": min(float(r["score"]) / float(r["full_match"]), 1.0) if r["full_match"] else 0.0},
+        )
+        for r in rows
+    ]
 
 
 async def graph_arm(conn: asyncpg.Connection, ctx: ArmContext) -> ArmResult:

@@ -73,11 +73,14 @@ class RecallConfig(BaseModel):
     rerank: bool = True
     rerank_batch_size: int = Field(default=32, ge=1)
     # Relevance without a cross-encoder: the query-fact cosine, plus `keyword_weight` times
-    # the fact's BM25 score over the best one's (lexical evidence on the same footing for
-    # every candidate, however it was found). "fused" spreads the fused (RRF) scores instead,
-    # which measure agreement between arms, not relevance.
+    # the fact's keyword coverage (its BM25 over a full match's: how much of the question its
+    # words cover; lexical evidence on the same footing for every candidate, however it was
+    # found). Coverage at 0.5 measured as the best-match ratio at 0.25 did on LoCoMo and the
+    # held-out set, and +0.02-0.03 P@1 on small banks, where the best match is often one
+    # common word. "fused" spreads the fused (RRF) scores instead, which measure agreement
+    # between arms, not relevance.
     relevance: Literal["cosine", "fused"] = "cosine"
-    keyword_weight: float = Field(default=0.25, ge=0.0)
+    keyword_weight: float = Field(default=0.5, ge=0.0)
 
     # mpfp measured better than bfs on LoCoMo's strict metrics (Rt@10 0.722 vs 0.710, A@1024
     # 0.703 vs 0.697), at a higher latency; a request or the bank's config may choose.

@@ -264,7 +264,7 @@ async def _rerank(
         and cfg.relevance == "cosine"
         and all(s.row["cosine"] is not None for s in items)
     ):
-        lexical = scoring.relative_scores(next((r.hits for r in arms if r.arm == "keyword"), []))
+        lexical = {h.unit_id: h.detail["coverage"] for r in arms if r.arm == "keyword" for h in r.hits}
         for s in items:
             cosine = max(float(s.row["cosine"]), 0.0)
             s.rerank = cosine + cfg.keyword_weight * lexical.get(s.cand.unit_id, 0.0)

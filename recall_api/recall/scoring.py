@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from tempr.recall_api.recall.config import RecallConfig
 
@@ -15,7 +14,6 @@ __all__ = [
     "final_score",
     "proof_signal",
     "recency_signal",
-    "relative_scores",
     "sigmoid",
     "sigmoid_normalize",
     "synthetic_scores",
@@ -93,14 +91,6 @@ def synthetic_scores_from_fused(fused: Sequence[float]) -> list[float]:
         return [_SYNTHETIC_TOP] * len(fused)
     span = _SYNTHETIC_TOP - _SYNTHETIC_BOTTOM
     return [_SYNTHETIC_BOTTOM + span * (f - bottom) / (top - bottom) for f in fused]
-
-
-def relative_scores(hits: Sequence[Any]) -> dict[Any, float]:
-    """Each hit's score over the best one's (``unit_id`` → [0, 1]); empty for no positive score."""
-    best = max((h.score for h in hits), default=0.0)
-    if best <= 0:
-        return {}
-    return {h.unit_id: max(h.score, 0.0) / best for h in hits}
 
 
 def _as_utc(moment: datetime) -> datetime:

@@ -119,6 +119,34 @@ async def test_bounded_keyword_search_scores_like_the_unbounded_one_when_nothing
     assert np.allclose([r["score"] for r in bounded], [r["score"] for r in full])
 
 
+async def test_keyword_coverage_says_how_much_of_the_question_a_match_covers(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    """The relevance term without a cross-encoder: a fact matching one word of the question
+    is the best keyword match on a small bank, yet covers little of it."""
+    await insert_units(
+        db,
+        bank,
+        [
+            Unit("Ingrid's husky Luna sleeps most of the day."),
+            Unit("Ingrid moved to Tromso for a research post at the polar institute."),
+            Unit("Ingrid plays the cello in an amateur orchestra."),
+        ],
+    )
+    cfg = RecallConfig()
+    ctx = ArmContext(
+        bank, "Which polar institute does she work at these days?", None, sql.RecallFilters(), 10, cfg, 3
+    )
+    result = await run_arm(db, "keyword", ctx)
+    coverage = {h.unit_id: h.detail["coverage"] for h in result.hits}
+    texts = dict(await db.fetch("SELECT id, text FROM memory_units WHERE bank_id = $1", bank))
+    by_text = {texts[uid]: c for uid, c in coverage.items()}
+    institute = next(c for t, c in by_text.items() if "institute" in t)
+    day = next(c for t, c in by_text.items() if "day" in t)
+    assert 0.0 < day < 0.35 < institute <= 1.0
+    assert not any("cello" in t for t in by_text)
+
+
 async def test_bounded_keyword_arm_scores_the_rare_terms_facts_first(db: asyncpg.Pool, bank: str) -> None:
     telescope = Unit("Dara bought a telescope for astronomy at night.")
     await insert_units(db, bank, [*_facts(48), telescope])

@@ -47,7 +47,7 @@ async def test_fused_ranking_boosts_and_result_shape(db: asyncpg.Pool, api: http
     assert finals == sorted(finals, reverse=True)
     for b in body["trace"]["boosts"]:
         expected = b["rerank"] * boost(b["recency"], 0.2) * boost(b["temporal"], 0.2) * boost(b["proof"], 0.1)
-        assert b["final"] == pytest.approx(expected, abs=1e-5)
+        assert b["final"] == pytest.approx(expected, abs=5e-5)  # each factor is rounded to 6 places
     assert body["budget"] == {"name": "mid", "limit": 300}
     assert body["temporal_window"] is None
     assert body["tokens_used"] == sum(count_tokens(r["text"]) for r in body["results"])
