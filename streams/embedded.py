@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
 import psutil
 
-__all__ = ["EmbeddedBroker", "EmbeddedPostgres", "die_with_parent", "wait_for_port"]
+__all__ = ["EmbeddedBroker", "EmbeddedPostgres", "die_with_parent", "exit_when_orphaned", "wait_for_port"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,26 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:  # not Linux: best effort
         pass
+
+
+def exit_when_orphaned(parent_pid: int | None, grace_s: float) -> None:
+    """Exit hard `grace_s` after `parent_pid` stops being this process's parent.
+
+    The kernel's SIGTERM (see `die_with_parent`) starts a graceful stop, and a worker's can
+    wait forever on a broker that died with the supervisor: a leftover consumer then joins the
+    restarted runtime's group and holds partitions its new worker needs.
+    """
+    if not parent_pid or os.getppid() != parent_pid:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        time.sleep(grace_s)
+        log.warning("the supervisor (pid %d) is gone: exiting", parent_pid)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="exit-when-orphaned", daemon=True).start()
 
 
 def wait_for_port(host: str, port: int, timeout: float) -> None:

@@ -149,7 +149,7 @@ class Supervisor:
         log_file = open(self.settings.data_dir / f"{child.name}.log", "ab")  # noqa: SIM115
         child.proc = subprocess.Popen(
             child.argv,
-            env=child_env(self.settings),
+            env=child_env(self.settings) | {"TEMPR_PARENT_PID": str(os.getpid())},
             stdout=log_file,
             stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent,

@@ -115,6 +115,11 @@ class Settings(BaseSettings):
     # embedding model and runs torch on cores / workers threads.
     api_workers: int = Field(default=0, ge=0, le=64)
 
+    # Set by `tempr up` for its children: a child whose supervisor is gone (kill -9) exits
+    # within `orphan_grace_s`, even when its graceful stop hangs on a broker that went too.
+    parent_pid: int | None = Field(default=None, ge=1)
+    orphan_grace_s: float = Field(default=10.0, gt=0)
+
     log_level: str = "INFO"
 
     def api_worker_count(self) -> int:

@@ -177,9 +177,11 @@ def worker() -> None:
     from tempr.agents.worker import run_worker
     from tempr.settings import get_settings
     from tempr.streams.admin import ensure_topics
+    from tempr.streams.embedded import exit_when_orphaned
     from tempr.streams.kafka_security import kafka_client_options
 
     settings = get_settings()
+    exit_when_orphaned(settings.parent_pid, settings.orphan_grace_s)
     # Faust makes its directory inside, without parents: a fresh container has no data dir yet.
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # With no `tempr up` to create them (production), the catalog's topics are made here, with
@@ -206,8 +208,10 @@ def api(
 
     from tempr.recall_api.main import create_app
     from tempr.settings import get_settings
+    from tempr.streams.embedded import exit_when_orphaned
 
     settings = get_settings()
+    exit_when_orphaned(settings.parent_pid, settings.orphan_grace_s)
     if workers is not None:
         if workers < 1:
             raise typer.BadParameter("at least 1", param_hint="--workers")

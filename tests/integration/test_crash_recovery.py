@@ -20,6 +20,7 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import psutil
 import pytest
 
 from tempr.streams.runtime import Supervisor, child_env
@@ -236,9 +237,17 @@ def test_whole_runtime_killed_and_restarted_loses_and_doubles_nothing(tmp_path: 
             return len(counts) >= 100
 
         wait_until(progressing, timeout=120)
+        children = [c for c in psutil.Process(up.pid).children() if "tempr.cli" in " ".join(c.cmdline())]
+        assert {c.cmdline()[-1] for c in children} >= {"worker", "api"}
         up.send_signal(signal.SIGKILL)  # no cleanup at all: children die with it, Postgres stays
         up.wait(10)
         wait_until(lambda: not _healthy(port), timeout=30)
+        # None lingers (a worker's graceful stop can hang on the dead broker, and a leftover
+        # consumer would hold partitions the restarted worker needs): gone within the grace.
+        wait_until(
+            lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
+            timeout=60,
+        )
         _, pending, _ = asyncio.run(_stored_counts(url, bank))
         assert pending > 0, "the kill came too late to test anything"
 
