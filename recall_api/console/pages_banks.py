@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from tempr.recall_api.auth import PrincipalDep
 from tempr.recall_api.bank_profile import load_bank
 from tempr.recall_api.console.forms import bank_in, describe
-from tempr.recall_api.console.render import flash, render
+from tempr.recall_api.console.render import PAGE, flash, render
 from tempr.recall_api.console.session import check_csrf
 from tempr.recall_api.deps import BankIdPath, PoolDep, PublisherDep
 from tempr.recall_api.routes import banks as bank_routes
@@ -24,7 +24,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/console/banks", include_in_schema=False)
 
-PAGE = 50
 _DONE = {
     "deleted": "Bank {bank} deleted, with everything in it ({n} rows).",
     "created": "Bank {bank} created.",

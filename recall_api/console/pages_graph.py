@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from tempr.errors import NotFound
-from tempr.recall_api.console.render import render
+from tempr.recall_api.console.render import PAGE, render, render_bank_list
 from tempr.recall_api.deps import BankIdPath, PoolDep
 from tempr.store import entities
 from tempr.store.neighbourhood import entity_fact_ids, neighbourhood
@@ -19,7 +19,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/console/banks/{bank_id}", include_in_schema=False)
 
-PAGE = 50
 PER_TYPE = 6  # heaviest links of each type per expanded fact: a picture, never the bank
 ENTITY_FACTS = 12
 
@@ -30,17 +29,7 @@ async def entities_page(
 ) -> HTMLResponse:
     rows = await entities.list_entities(pool, bank_id, limit=PAGE, offset=offset)
     total = await entities.count_entities(pool, bank_id)
-    return render(
-        request,
-        "entities.html",
-        bank_id=bank_id,
-        section="entities",
-        rows=rows,
-        total=total,
-        offset=offset,
-        page=PAGE,
-        query="",
-    )
+    return render_bank_list(request, "entities", bank_id, rows, total, offset)
 
 
 @router.get("/entities/{entity_id}", response_class=HTMLResponse)

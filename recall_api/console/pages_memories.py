@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
 from tempr.errors import NotFound
-from tempr.recall_api.console.render import flash, render
+from tempr.recall_api.console.render import PAGE, flash, render, render_bank_list
 from tempr.recall_api.console.session import check_csrf
 from tempr.recall_api.deps import BankIdPath, DocumentIdPath, PoolDep
 from tempr.recall_api.routes import documents as document_routes
@@ -23,7 +23,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/console/banks/{bank_id}", include_in_schema=False)
 
-PAGE = 50
 FACT_TYPES = ("world", "experience", "opinion", "observation")
 
 
@@ -130,17 +129,7 @@ async def documents_page(
 ) -> HTMLResponse:
     rows = await documents.list_documents(pool, bank_id, limit=PAGE, offset=offset)
     total = await documents.count_documents(pool, bank_id)
-    return render(
-        request,
-        "documents.html",
-        bank_id=bank_id,
-        section="documents",
-        rows=rows,
-        total=total,
-        offset=offset,
-        page=PAGE,
-        query="",
-    )
+    return render_bank_list(request, "documents", bank_id, rows, total, offset)
 
 
 @router.post(

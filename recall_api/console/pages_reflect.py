@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from tempr.recall_api.bank_profile import load_bank
 from tempr.recall_api.console.forms import describe, text_or_none
-from tempr.recall_api.console.render import flash, render
+from tempr.recall_api.console.render import PAGE, flash, render, render_bank_list
 from tempr.recall_api.console.session import check_csrf
 from tempr.recall_api.deps import BankIdPath, EmbedderDep, OptionalLLMDep, PoolDep, PublisherDep, SettingsDep
 from tempr.recall_api.routes import opinions as opinion_routes
@@ -23,7 +23,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/console/banks/{bank_id}", include_in_schema=False)
 
-PAGE = 50
 NO_LLM = (
     "Reflect is unavailable: no LLM is configured on this server. It needs one to answer in the "
     "bank's voice (set TEMPR_LLM_BASE_URL and TEMPR_LLM_MODEL, then restart). Retain and recall "
@@ -78,17 +77,7 @@ async def opinions_page(
     request: Request, bank_id: BankIdPath, pool: PoolDep, offset: int = Query(0, ge=0, le=1_000_000)
 ) -> HTMLResponse:
     page = await opinion_routes.list_opinions(bank_id, pool, offset, PAGE)
-    return render(
-        request,
-        "opinions.html",
-        bank_id=bank_id,
-        section="opinions",
-        rows=page.items,
-        total=page.total,
-        offset=offset,
-        page=PAGE,
-        query="",
-    )
+    return render_bank_list(request, "opinions", bank_id, page.items, page.total, offset)
 
 
 def chart_points(confidence: float | None, history: list[OpinionChange]) -> list[tuple[int, float]]:

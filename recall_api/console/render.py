@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from tempr.access import Principal, Scope
 from tempr.recall_api.console.session import CSRF_FIELD, CSRF_HEADER, csrf_token
 
-__all__ = ["flash", "render", "templates"]
+__all__ = ["PAGE", "flash", "render", "render_bank_list", "templates"]
 
 templates = Jinja2Templates(directory=str(files("tempr.recall_api.console") / "templates"))
 
@@ -47,6 +47,26 @@ def _context(request: Request, **values: Any) -> dict[str, Any]:
         "auth_required": request.app.state.settings.auth_required,
         **values,
     }
+
+
+PAGE = 50  # rows of a paged list
+
+
+def render_bank_list(
+    request: Request, section: str, bank_id: str, rows: Any, total: int, offset: int
+) -> HTMLResponse:
+    """One page of a bank's paged list (entities, documents, opinions): `<section>.html`."""
+    return render(
+        request,
+        f"{section}.html",
+        bank_id=bank_id,
+        section=section,
+        rows=rows,
+        total=total,
+        offset=offset,
+        page=PAGE,
+        query="",
+    )
 
 
 def render(request: Request, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
