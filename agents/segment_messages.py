@@ -19,7 +19,7 @@ import faust
 from aiokafka.errors import MessageSizeTooLargeError
 
 from tempr.agents.extraction.sentences import sentence_spans
-from tempr.errors import ForgottenMessage, PoisonRecord
+from tempr.errors import ForgottenMessage
 from tempr.schemas.events import (
     BankDeleted,
     ChunkEvent,
@@ -303,13 +303,10 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                         f"message {event.message_id!r} of bank {event.bank_id!r} was forgotten at "
                         f"{receipt.forgotten_at.isoformat()} (tombstone): it is not stored again"
                     )
+                # Deliveries are not attempts (a rebalance redelivers): the harness counts
+                # the crashes a record causes and parks it (`streams/inflight.py`).
                 if receipt.stale or receipt.parked:
                     await record.ack()
-                elif receipt.attempts > settings.max_attempts:
-                    raise PoisonRecord(
-                        f"delivered {receipt.attempts} times without being materialized "
-                        f"(TEMPR_MAX_ATTEMPTS={settings.max_attempts}); parked"
-                    )
                 else:
                     await emit(segmenter.add(event, record))
             elif isinstance(event, EndOfConversation):

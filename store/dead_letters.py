@@ -107,7 +107,8 @@ async def mark_replayed(conn: asyncpg.Connection, letter_id: UUID) -> datetime:
             UPDATE dead_letters SET replayed_at = now() WHERE id = $1
             RETURNING replayed_at, message_event_ids
         ), unparked AS (
-            UPDATE messages SET parked_at = NULL, attempts = 0, publish_count = 0
+            UPDATE messages SET parked_at = NULL, attempts = 0, crashes = 0, crashes_shared = 0,
+                                in_flight_by = NULL, publish_count = 0
             WHERE id = ANY((SELECT message_event_ids FROM replayed)::uuid[]) AND processed_at IS NULL
         )
         SELECT replayed_at FROM replayed

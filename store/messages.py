@@ -62,7 +62,9 @@ class Receipt:
 
     stale: bool  # its bank was deleted after it was received
     forgotten_at: datetime | None  # tombstoned (forgotten): refused, never journaled again
-    attempts: int  # times it was received (the poison counter), this one included
+    # Times the segmenter received it, this one included: the sweeper's bookkeeping, not the
+    # poison counter (that counts crashes: `messages.crashes`, streams/inflight.py).
+    attempts: int
     parked: bool  # dead-lettered already: not processed again until replayed
 
 
@@ -107,13 +109,18 @@ async def journaled_count(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence
     return await conn.fetchval("SELECT count(*) FROM messages WHERE id = ANY($1::uuid[])", list(set(ids)))
 
 
-async def mark_published(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> None:
+async def mark_published(
+    conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID], *, counted: bool = True
+) -> None:
+    """`counted`: whether this publish uses up one of the sweeper's re-publishes
+    (TEMPR_MAX_ATTEMPTS); the start-up's re-publish of an empty broker's log does not."""
     await conn.execute(
         """
-        UPDATE messages SET published_at = now(), publish_count = publish_count + 1
+        UPDATE messages SET published_at = now(), publish_count = publish_count + $2
         WHERE id = ANY($1::uuid[])
         """,
         list(ids),
+        int(counted),
     )
 
 

@@ -161,6 +161,7 @@ async def reopen_messages(conn: asyncpg.Connection, ids: Sequence[UUID]) -> None
     the sweeper publishes them again should the replay's own publish fail."""
     await conn.execute(
         "UPDATE messages SET processed_at = NULL, published_at = NULL, parked_at = NULL, attempts = 0,"
+        " crashes = 0, crashes_shared = 0, in_flight_by = NULL,"
         " publish_count = 0"
         " WHERE id = ANY($1::uuid[])",
         list(ids),

@@ -17,6 +17,7 @@ from tempr.settings import Settings
 from tempr.store.embedding_column import check_embedding_model
 from tempr.store.pool import create_pool
 from tempr.streams.heartbeat import StageBeats
+from tempr.streams.inflight import CrashGuard
 
 __all__ = ["WorkerContext"]
 
@@ -32,6 +33,10 @@ class WorkerContext:
     beats: StageBeats = field(default_factory=StageBeats)
     _llm: LLMClient | None = None
     _stop_callbacks: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
+    guard: CrashGuard = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.guard = CrashGuard(self.settings.max_attempts)
 
     def on_stop(self, callback: Callable[[], Awaitable[Any]]) -> None:
         self._stop_callbacks.append(callback)
@@ -47,6 +52,8 @@ class WorkerContext:
         self.ready.set()
 
     async def stop(self) -> None:
+        if self.pool is not None:
+            await self.guard.close(self.pool)
         for callback in reversed(self._stop_callbacks):
             await callback()
         self._stop_callbacks.clear()

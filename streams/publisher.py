@@ -145,10 +145,12 @@ class Publisher:
             for e in events
         ]
 
-    async def publish(self, events: Sequence[MessageEvent]) -> dict[str, tuple[int, int]]:
+    async def publish(
+        self, events: Sequence[MessageEvent], *, counted: bool = True
+    ) -> dict[str, tuple[int, int]]:
         metas = await send_messages(self.producer, events)
         placed = {str(e.event_id): (m.partition, m.offset) for e, m in zip(events, metas, strict=True)}
-        await messages.mark_published(self.pool, [e.event_id for e in events])
+        await messages.mark_published(self.pool, [e.event_id for e in events], counted=counted)
         return placed
 
     async def publish_facts(self, event: FactsEvent) -> None:
@@ -189,7 +191,9 @@ class Publisher:
 
         Never blocks on one entry: one that no longer validates, cannot be published (too
         large for the broker) or was published `max_publishes` times already is parked with
-        a dead letter instead. A broker that is down raises (the next sweep tries again)."""
+        a dead letter instead. A broker that is down raises (the next sweep tries again).
+        With no `max_publishes` (the start-up's re-publish of an empty broker's log, which is
+        no fault of the entries) the publishes are not counted either."""
         total, cursor = 0, 0
         while True:
             due = await messages.due_for_redelivery(
@@ -216,14 +220,14 @@ class Publisher:
                 except ValidationError as exc:
                     await self._park(entry, f"the journaled message is no longer valid: {exc}")
             try:
-                await self.publish(events)
+                await self.publish(events, counted=max_publishes is not None)
             except Exception as exc:
                 if not events:
                     raise
                 log.warning("re-publishing %d entries failed (%r); one at a time", len(events), exc)
                 for event in events:
                     try:
-                        await self.publish([event])
+                        await self.publish([event], counted=max_publishes is not None)
                     except UNPUBLISHABLE as one_exc:
                         entry = next(e for e in due if e.event_id == event.event_id)
                         await self._park(entry, f"cannot be published: {one_exc!r}")

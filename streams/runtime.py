@@ -124,9 +124,8 @@ class Supervisor:
         producer = await start_producer(s.bootstrap, **kafka_client_options(s))
         try:
             older = 0.0 if isinstance(self.broker, EmbeddedBroker) else s.redeliver_after_s
-            count = await Publisher(pool, producer).redeliver(
-                older_than_s=older, max_publishes=s.max_attempts
-            )
+            # A restart is no entry's fault: these publishes neither count nor park.
+            count = await Publisher(pool, producer).redeliver(older_than_s=older)
             if count:
                 self.say(f"re-published {count} accepted messages not yet materialized")
         except Exception as exc:

@@ -10,6 +10,9 @@ raised):
 - any other error, or a batch running past the stage's time budget, is retried record by
   record, and a record that fails (or overruns the budget) alone is dead-lettered with the
   reason, so the partition moves on;
+- a record in flight when its worker died is run alone next time, and one that kills the
+  worker alone `max_attempts` times is dead-lettered (`inflight.CrashGuard`: deliveries after
+  a rebalance or a clean restart do not count);
 - the stage beats (`heartbeat.StageBeats`), so /health sees a dead or stuck stage.
 """
 
@@ -198,7 +201,7 @@ async def run_stage(
         if not records:
             return
         with beats.busy():
-            await runner.run(records)
+            await ctx.guard.run(ctx.db, records, _ids_of, runner.run, dead_letter)
         beats.processed += len(records)
 
     if spec.manual_ack:
@@ -208,6 +211,10 @@ async def run_stage(
     else:
         async for events in stream.take_events(spec.batch, within=spec.within):
             await one_batch(events, stream)
+
+
+def _ids_of(record: Record[Any]) -> list[UUID]:
+    return journal_ids(record.event)
 
 
 class _Undecoded(BaseModel):

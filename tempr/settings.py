@@ -87,7 +87,7 @@ class Settings(BaseSettings):
 
     # Poison: a stage's time budget per record (a batch that overruns it is retried record by
     # record, and a record that overruns it alone is dead-lettered), and how many times a
-    # message may be delivered without being materialized before it is parked.
+    # record may crash its worker (or the sweeper re-publish it) before it is parked.
     stage_record_timeout_s: float = Field(default=300.0, gt=0)
     max_attempts: int = Field(default=5, ge=1)
 
