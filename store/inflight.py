@@ -12,7 +12,7 @@ from uuid import UUID
 
 import asyncpg
 
-__all__ = ["Leftover", "begin", "clear", "clear_worker", "mark"]
+__all__ = ["Leftover", "begin", "clear", "clear_worker", "mark_alone"]
 
 
 @dataclass(frozen=True)
@@ -25,45 +25,46 @@ class Leftover:
     crashes_shared: int  # crashes while not alone, this one included when not `alone`
 
 
-async def begin(pool: asyncpg.Pool, ids: Sequence[UUID], worker: str) -> list[Leftover]:
-    """Mark the rows as in flight in this worker (not alone) and return those another
-    incarnation had left marked, counting the crash on those it had marked while alone. One
-    statement, and a leftover is taken over by whichever stage sees it first, so each crash
-    is counted once."""
+async def begin(pool: asyncpg.Pool, ids: Sequence[UUID], worker: str, mark: str) -> list[Leftover]:
+    """Mark the rows as in flight (`mark`: this worker and stage, not alone) and return those
+    another incarnation had left marked, counting the crash on them: against the record if it
+    was alone, as a shared crash otherwise. One statement, and a leftover is taken over by
+    whichever stage sees it first, so each crash is counted once."""
     rows = await pool.fetch(
         """
         WITH prev AS (
-            SELECT id, in_flight_by IS NOT NULL AND in_flight_by <> $2 AS left_over,
-                   in_flight_by IS NOT NULL AND in_flight_by <> $2 AND in_flight_alone AS alone
+            SELECT id, in_flight_by IS NOT NULL AND NOT starts_with(in_flight_by, $2) AS left_over,
+                   in_flight_alone AS alone
             FROM messages WHERE id = ANY($1::uuid[])
             ORDER BY id FOR UPDATE
         )
         UPDATE messages m
-        SET crashes = m.crashes + prev.alone::int,
+        SET crashes = m.crashes + (prev.left_over AND prev.alone)::int,
             crashes_shared = m.crashes_shared + (prev.left_over AND NOT prev.alone)::int,
-            in_flight_by = $2, in_flight_alone = false
+            in_flight_by = $3, in_flight_alone = false
         FROM prev WHERE m.id = prev.id
         RETURNING m.id, prev.left_over, prev.alone, m.crashes, m.crashes_shared
         """,
         list(set(ids)),
         worker,
+        mark,
     )
     return [Leftover(r["id"], r["alone"], r["crashes"], r["crashes_shared"]) for r in rows if r["left_over"]]
 
 
-async def mark(pool: asyncpg.Pool, ids: Sequence[UUID], worker: str, *, alone: bool) -> None:
+async def mark_alone(pool: asyncpg.Pool, ids: Sequence[UUID], mark: str) -> None:
     await pool.execute(
         """
-        UPDATE messages SET in_flight_by = $2, in_flight_alone = $3
+        UPDATE messages SET in_flight_by = $2, in_flight_alone = true
         WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE)
         """,
         list(set(ids)),
-        worker,
-        alone,
+        mark,
     )
 
 
-async def clear(pool: asyncpg.Pool, ids: Sequence[UUID], worker: str) -> None:
+async def clear(pool: asyncpg.Pool, ids: Sequence[UUID], mark: str) -> None:
+    """Only this stage's marks: another stage of the worker may have marked the row since."""
     await pool.execute(
         """
         UPDATE messages SET in_flight_by = NULL
@@ -71,11 +72,14 @@ async def clear(pool: asyncpg.Pool, ids: Sequence[UUID], worker: str) -> None:
                      ORDER BY id FOR UPDATE)
         """,
         list(set(ids)),
-        worker,
+        mark,
     )
 
 
 async def clear_worker(pool: asyncpg.Pool, worker: str) -> int:
     """A clean stop: nothing this worker had in flight was its record's fault."""
-    result = await pool.execute("UPDATE messages SET in_flight_by = NULL WHERE in_flight_by = $1", worker)
+    result = await pool.execute(
+        "UPDATE messages SET in_flight_by = NULL WHERE in_flight_by IS NOT NULL AND starts_with(in_flight_by, $1)",
+        worker,
+    )
     return int(result.split()[-1])

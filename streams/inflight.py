@@ -90,22 +90,29 @@ class Gate:
 class CrashGuard:
     """One per worker process: marks what is in flight, counts and parks (see the module)."""
 
-    def __init__(self, max_attempts: int, worker: str | None = None) -> None:
+    def __init__(self, max_attempts: int, worker: str | None = None, *, clear_every_s: float = 0.2) -> None:
         self.max_attempts = max_attempts
         # A new name per process start: a mark of an earlier run of the same pid is a crash.
-        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        name = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.worker = f"{name}/"  # marks are `<worker>/<stage>`: a stage clears only its own
         self.gate = Gate()
-        self._closed = asyncio.Event()
+        self.clear_every_s = clear_every_s
+        self._closed = False
+        self._to_clear: dict[str, set[UUID]] = {}
+        self._clearing: asyncio.Task[None] | None = None
 
-    async def run(self, pool: asyncpg.Pool, records: list[Any], ids_of: Ids, run: Run, fail: Fail) -> None:
+    async def run(
+        self, pool: asyncpg.Pool, stage: str, records: list[Any], ids_of: Ids, run: Run, fail: Fail
+    ) -> None:
         ids = {record_id for record in records for record_id in ids_of(record)}
-        if not ids or self._closed.is_set():
+        if not ids or self._closed:
             async with self.gate.shared():
                 await run(records)
             return
-        leftovers = await self._safely(inflight.begin(pool, list(ids), self.worker), default=[])
+        mark = self.worker + stage
+        leftovers = await self._safely(inflight.begin(pool, list(ids), self.worker, mark), default=[])
         if not leftovers:
-            await self._shared_run(pool, records, ids, run)
+            await self._shared_run(pool, mark, records, ids, run)
             return
         crashes = {left.id: left.crashes for left in leftovers}
         isolate = {left.id for left in leftovers if left.alone or left.crashes_shared >= 2}
@@ -118,7 +125,7 @@ class CrashGuard:
                     f"the worker died {counted} times while processing it alone "
                     f"(TEMPR_MAX_ATTEMPTS={self.max_attempts}); parked",
                 )
-                await self._safely(inflight.clear(pool, list(ids_of(record)), self.worker))
+                await self._safely(inflight.clear(pool, list(ids_of(record)), mark))
             elif any(i in isolate for i in ids_of(record)):
                 suspects.append(record)
             else:
@@ -128,28 +135,49 @@ class CrashGuard:
                 "%d record(s) were in flight at crashes of their worker: each runs alone", len(suspects)
             )
         if ordinary:
-            await self._shared_run(pool, ordinary, {i for r in ordinary for i in ids_of(r)}, run)
+            await self._shared_run(pool, mark, ordinary, {i for r in ordinary for i in ids_of(r)}, run)
         for record in suspects:
             record_ids = list(ids_of(record))
             async with self.gate.exclusive():
-                await self._safely(inflight.mark(pool, record_ids, self.worker, alone=True))
+                await self._safely(inflight.mark_alone(pool, record_ids, mark))
                 try:
                     await run([record])
                 finally:
-                    await self._safely(inflight.clear(pool, record_ids, self.worker))
+                    # At once: a mark left saying "alone" would count a crash against it.
+                    await self._safely(inflight.clear(pool, record_ids, mark))
 
-    async def _shared_run(self, pool: asyncpg.Pool, records: list[Any], ids: set[UUID], run: Run) -> None:
+    async def _shared_run(
+        self, pool: asyncpg.Pool, mark: str, records: list[Any], ids: set[UUID], run: Run
+    ) -> None:
         # `begin` marked them already (not alone).
         try:
             async with self.gate.shared():
                 await run(records)
         finally:
-            await self._safely(inflight.clear(pool, list(ids), self.worker))
+            self._clear_soon(pool, mark, ids)
+
+    def _clear_soon(self, pool: asyncpg.Pool, mark: str, ids: set[UUID]) -> None:
+        """Shared marks are cleared in one statement every `clear_every_s`, not one per batch
+        (the segmenter's batches are single messages): a crash in between only makes records
+        that had finished look like they shared a crash, which costs them nothing."""
+        self._to_clear.setdefault(mark, set()).update(ids)
+        if self._clearing is None or self._clearing.done():
+            self._clearing = asyncio.create_task(self._clear_pending(pool))
+
+    async def _clear_pending(self, pool: asyncpg.Pool) -> None:
+        while self._to_clear:
+            await asyncio.sleep(self.clear_every_s)
+            batch, self._to_clear = self._to_clear, {}
+            for mark, ids in batch.items():
+                await self._safely(inflight.clear(pool, list(ids), mark))
 
     async def close(self, pool: asyncpg.Pool) -> None:
         """A clean stop: clear every mark of this worker (nothing it had in flight was that
         record's fault) and start no more marking."""
-        self._closed.set()
+        self._closed = True
+        if self._clearing is not None:
+            self._clearing.cancel()
+        self._to_clear.clear()
         await self._safely(inflight.clear_worker(pool, self.worker))
 
     async def _safely(self, op: Awaitable[Any], default: Any = None) -> Any:

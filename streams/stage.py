@@ -201,7 +201,7 @@ async def run_stage(
         if not records:
             return
         with beats.busy():
-            await ctx.guard.run(ctx.db, records, _ids_of, runner.run, dead_letter)
+            await ctx.guard.run(ctx.db, spec.name, records, _ids_of, runner.run, dead_letter)
         beats.processed += len(records)
 
     if spec.manual_ack:

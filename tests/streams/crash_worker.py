@@ -36,7 +36,7 @@ async def main(url: str, max_attempts: int, poison: UUID, ids: list[UUID]) -> di
         failed[str(record)] = reason
 
     try:
-        await CrashGuard(max_attempts).run(pool, ids, lambda r: [r], work, fail)
+        await CrashGuard(max_attempts).run(pool, "stage", ids, lambda r: [r], work, fail)
     finally:
         await pool.close()
     return {"done": done, "failed": failed}

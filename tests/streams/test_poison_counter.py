@@ -65,9 +65,9 @@ async def test_a_good_record_in_flight_at_clean_stops_keeps_its_budget(db: async
     for delivery in range(MAX_ATTEMPTS + 2):
         guard = CrashGuard(MAX_ATTEMPTS, worker=f"clean-{delivery}")
         started.clear()
-        task = asyncio.create_task(guard.run(db, [good], lambda r: [r], held, fail))
+        task = asyncio.create_task(guard.run(db, "stage", [good], lambda r: [r], held, fail))
         await asyncio.wait_for(started.wait(), 30)
-        assert (await _row(db, good))["in_flight_by"] == f"clean-{delivery}"
+        assert (await _row(db, good))["in_flight_by"] == f"clean-{delivery}/stage"
         # A shutdown cancels the stage (Faust stops its agents) and closes the guard.
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -80,8 +80,9 @@ async def test_a_good_record_in_flight_at_clean_stops_keeps_its_budget(db: async
     async def work(records: list[UUID]) -> None:
         done.extend(records)
 
-    await CrashGuard(MAX_ATTEMPTS, worker="clean-last").run(db, [good], lambda r: [r], work, fail)
+    await CrashGuard(MAX_ATTEMPTS, worker="clean-last").run(db, "stage", [good], lambda r: [r], work, fail)
     assert done == [good]
+    await asyncio.sleep(1)  # finished marks are cleared in batches
     row = await _row(db, good)
     assert row["crashes"] == 0 and row["in_flight_by"] is None
 
