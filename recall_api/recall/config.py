@@ -67,6 +67,9 @@ class RecallConfig(BaseModel):
     arm_boosts: dict[Arm, _Divisor] = Field(default_factory=dict)
 
     recency_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
+    # The recency signal falls linearly from 1.0 (dated now) to the floor over the horizon.
+    recency_horizon_days: float = Field(default=365.0, gt=0.0, allow_inf_nan=False)
+    recency_floor: float = Field(default=0.1, ge=0.0, le=1.0)
     temporal_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
     proof_alpha: float = Field(default=0.1, ge=0.0, le=_MAX_ALPHA)
 

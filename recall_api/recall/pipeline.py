@@ -137,7 +137,9 @@ def _span_middle(row: asyncpg.Record) -> datetime | None:
 def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> None:
     win = ctx.window
     for s in items:
-        s.recency = scoring.recency_signal(s.when, now)
+        s.recency = scoring.recency_signal(
+            s.when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor
+        )
         s.temporal = (
             scoring.temporal_proximity_signal(_span_middle(s.row), win.start, win.end)
             if win
