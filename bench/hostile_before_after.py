@@ -355,7 +355,6 @@ def control(rt: Runtime) -> dict[str, Any]:
         {
             "event_type": "bank_deleted",
             "schema_version": 1,
-            "event_id": str(uuid.uuid4()),
             "bank_id": bank,
             "deleted_at": datetime.now(UTC).isoformat(),
         }
@@ -586,13 +585,12 @@ def markdown(out: dict[str, Any], cases: list[str]) -> str:
     """The tables again, for docs/benchmarks.md."""
     lines = []
     if out["cases"]:
-        lines += [
-            f"| case | old ({out['commits']['old']}) | new ({out['commits']['new']}) |",
-            "|---|---|---|",
-        ]
+        labels = list(out["cases"])
+        lines += ["| case | " + " | ".join(f"{label} ({out['commits'][label]})" for label in labels) + " |"]
+        lines += ["|---|" + "---|" * len(labels)]
         for c in cases:
-            cells = [_cell(out["cases"][label].get(c)).replace("|", "/") for label in ("old", "new")]
-            lines.append(f"| {c} | {cells[0]} | {cells[1]} |")
+            cells = [_cell(out["cases"][label].get(c)).replace("|", "/") for label in labels]
+            lines.append(f"| {c} | " + " | ".join(cells) + " |")
     if out["perf"]:
         med = out["perf"]["median"]
         lines += ["", "| measure (median) | old | new | new / old |", "|---|---:|---:|---:|"]
