@@ -42,7 +42,7 @@ from tempr.schemas.recall import RecallRequest
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 from tempr.store import recall as sql
 from tempr.store.bank_stats import bank_stats
-from tempr.store.graph_context import semantic_neighbours
+from tempr.store.graph_context import semantic_neighbours_of_many
 from tempr.store.keyword_stats import query_lexemes
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
@@ -77,7 +77,8 @@ async def _quality(
             out["semantic"].append(_overlap((await top(limit, not indexed))[:50], exact50))
             out["seeds"].append(_overlap(await top(cfg.graph_seed_count, not indexed), exact50[:20]))
         for vec in fact_vectors:  # a new fact close to stored ones, as ingest sees it
-            found = [r["id"] for r in await semantic_neighbours(conn, bank, vec, min_cosine=-1.0, limit=10)]
+            rows = await semantic_neighbours_of_many(conn, bank, [vec], min_cosine=-1.0, limit=10)
+            found = [r["id"] for r in rows]
             exact = await sql.semantic_search(
                 conn, bank, vec, limit=10, min_similarity=-1.0, filters=_ANY, exact=True, ef_search=ef
             )
