@@ -113,28 +113,34 @@ async def _keyword_overlap(pool: asyncpg.Pool, bank: str, size: int, questions: 
 
 
 async def _recalls(
-    pool: asyncpg.Pool, embedder: Embedder, bank: str, questions: Sequence[str], now: datetime
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    stages: dict[str, list[float]] = {}
+    pool: asyncpg.Pool, embedders: dict[str, Embedder], bank: str, questions: Sequence[str], now: datetime
+) -> dict[str, dict[str, Any]]:
+    """Each question recalled once per embedding runtime, the runtimes alternated question by
+    question so that the machine's load swings hit them alike."""
+    latencies: dict[str, list[float]] = {r: [] for r in embedders}
+    stages: dict[str, dict[str, list[float]]] = {r: {} for r in embedders}
     for i, q in enumerate(questions):
-        req = RecallRequest(query=q, trace=True, query_timestamp=now)
-        started = time.perf_counter()
-        response = await run_recall(pool, embedder, None, bank, req, max_consistency_wait_s=0)
-        elapsed = (time.perf_counter() - started) * 1000
-        if i < 3:  # warm-up: caches, first plans
-            continue
-        latencies.append(elapsed)
-        trace = response.trace or {}
-        for stage, ms in trace.get("timings_ms", {}).items():
-            stages.setdefault(stage, []).append(ms)
-        for arm, detail in trace.get("arms", {}).items():
-            stages.setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
+        for runtime, embedder in embedders.items():
+            req = RecallRequest(query=q, trace=True, query_timestamp=now)
+            started = time.perf_counter()
+            response = await run_recall(pool, embedder, None, bank, req, max_consistency_wait_s=0)
+            elapsed = (time.perf_counter() - started) * 1000
+            if i < 3:  # warm-up: caches, first plans
+                continue
+            latencies[runtime].append(elapsed)
+            trace = response.trace or {}
+            for stage, ms in trace.get("timings_ms", {}).items():
+                stages[runtime].setdefault(stage, []).append(ms)
+            for arm, detail in trace.get("arms", {}).items():
+                stages[runtime].setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
     return {
-        "p50_ms": percentile(latencies, 50),
-        "p95_ms": percentile(latencies, 95),
-        "n": len(latencies),
-        "stage_medians_ms": {k: statistics.median(v) for k, v in stages.items()},
+        runtime: {
+            "p50_ms": percentile(latencies[runtime], 50),
+            "p95_ms": percentile(latencies[runtime], 95),
+            "n": len(latencies[runtime]),
+            "stage_medians_ms": {k: statistics.median(v) for k, v in stages[runtime].items()},
+        }
+        for runtime in embedders
     }
 
 
@@ -223,7 +229,8 @@ async def _measure(
     measured: list[int],
     build: dict[str, float],
 ) -> dict[str, Any]:
-    embedder = get_embedder(PACKAGED_EMBEDDING_MODEL)
+    embedders = {r: get_embedder(PACKAGED_EMBEDDING_MODEL, runtime=r) for r in args.runtimes}
+    embedder = embedders[args.runtimes[-1]]
     questions = _questions(args.queries + 3, args.seed)
     rng = np.random.default_rng(args.seed)
     rows: dict[str, Any] = {}
@@ -235,7 +242,8 @@ async def _measure(
         noise = rng.normal(0, 0.0247, (10, vectors.shape[1])).astype(np.float32)
         fact_vecs = vectors[picks] + noise
         fact_vecs /= np.linalg.norm(fact_vecs, axis=1, keepdims=True)
-        result = await _recalls(pool, embedder, bank, questions, args.now)
+        by_runtime = await _recalls(pool, embedders, bank, questions, args.now)
+        result = dict(by_runtime[args.runtimes[-1]]) | {"runtimes": by_runtime}
         quality = await _quality(pool, bank, shape.indexed, qvec, fact_vecs)
         result["indexed"] = shape.indexed
         result["overlap"] = {
@@ -287,6 +295,25 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         rows,
         digits=1,
     )
+    if len(args.runtimes) > 1:
+        print_table(
+            "Recall by embedding runtime, alternated query by query (median ms)",
+            ["facts", *(f"{r} {c}" for r in args.runtimes for c in ("p50", "p95", "embed"))],
+            [
+                [bank.removeprefix("scale-")]
+                + [
+                    x
+                    for rt in args.runtimes
+                    for x in (
+                        r["runtimes"][rt]["p50_ms"],
+                        r["runtimes"][rt]["p95_ms"],
+                        r["runtimes"][rt]["stage_medians_ms"]["embed"],
+                    )
+                ]
+                for bank, r in report["rows"].items()
+            ],
+            digits=1,
+        )
     b = report["build"]
     st = report["stats"]
     print_table(
@@ -317,7 +344,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tempr-bench")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the database directory")
+    parser.add_argument(
+        "--runtimes",
+        default="torch,onnx",
+        help="embedding runtimes to alternate (the last is the main table's); torch = before ONNX",
+    )
     args = parser.parse_args(argv)
+    args.runtimes = args.runtimes.split(",")
     args.now = datetime(2024, 1, 1, tzinfo=UTC)
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-scale-"))
     try:
@@ -331,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
         "queries": args.queries,
         "index_min_facts": args.index_min_facts,
         "seed": args.seed,
+        "runtimes": args.runtimes,
     }
     _print(report, args)
     write_json(args.json, report)

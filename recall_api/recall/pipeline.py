@@ -194,15 +194,18 @@ class _Query:
 
 
 async def _understand(
-    pool: asyncpg.Pool, embedder: Embedder, bank_id: str, req: RecallRequest, cfg: RecallConfig, now: datetime
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    shape: sql.BankShape,
+    bank_id: str,
+    req: RecallRequest,
+    cfg: RecallConfig,
+    now: datetime,
 ) -> _Query:
     """Time window, ubiquitous names, and the query vector (blended when names were taken out)."""
     window = query_window(req.query, now)
     anchor = event_anchor(req.query) if window is None else None
     needs_vector = anchor is not None or any(a != "keyword" for a in cfg.enabled_arms())
-    shape = await sql.bank_shape(
-        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
-    )
     stripped = strip_names(req.query, shape.names) if shape.names else req.query  # once, for both uses
     blending = needs_vector and cfg.query_as_asked_weight < 1.0
     without = worth_embedding(req.query, stripped) if blending and shape.names else None
@@ -308,14 +311,18 @@ async def run_recall(
     max_consistency_wait_s: float,
 ) -> RecallResponse:
     cfg = resolve_preset(req.preset)
-    cfg = with_graph_choice(cfg, await graph_choice(pool, bank_id, req.graph_retriever), req.preset)
     lap = _Laps()
     if req.after is not None:
         await wait_for_consistency(pool, bank_id, req.after, timeout_s=max_consistency_wait_s)
         lap("consistency_wait")
 
     now = req.query_timestamp or datetime.now(UTC)
-    query = await _understand(pool, embedder, bank_id, req, cfg, now)
+    # The ubiquity thresholds are the preset's: a graph retriever choice does not move them.
+    shape = await sql.bank_shape(
+        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
+    )
+    cfg = with_graph_choice(cfg, graph_choice(req.graph_retriever, shape.graph_retriever), req.preset)
+    query = await _understand(pool, embedder, shape, bank_id, req, cfg, now)
     lap("embed")
     ctx, results = await _retrieve(pool, bank_id, req, cfg, query)
     lap("arms")
