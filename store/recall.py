@@ -511,29 +511,26 @@ async def temporal_search(
 
 
 async def fetch_units(
-    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID], embedding: np.ndarray | None = None
+    conn: asyncpg.Connection,
+    bank_id: str,
+    ids: Sequence[UUID],
+    embedding: np.ndarray | None = None,
+    *,
+    with_embeddings: bool = False,
 ) -> list[asyncpg.Record]:
     """The facts' rows, each with ``cosine``: its similarity to ``embedding`` (None without
-    one, or for a fact without an embedding)."""
+    one, or for a fact without an embedding), and with ``with_embeddings`` its own
+    ``embedding`` (recall's diversity step needs the head's: fetched here, it costs no
+    second round trip)."""
+    vectors = ", embedding" if with_embeddings else ""
     return await conn.fetch(
-        f"""SELECT {_HIT_UNITS}, CASE WHEN $3::vector IS NULL THEN NULL
+        f"""SELECT {_HIT_UNITS}{vectors}, CASE WHEN $3::vector IS NULL THEN NULL
                                       ELSE 1 - (embedding <=> $3::vector) END AS cosine
             FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])""",
         bank_id,
         list(ids),
         None if embedding is None else _vec(embedding),
     )
-
-
-async def unit_embeddings(
-    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]
-) -> dict[UUID, np.ndarray]:
-    rows = await conn.fetch(
-        "SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND embedding IS NOT NULL",
-        bank_id,
-        list(ids),
-    )
-    return {r["id"]: r["embedding"].to_numpy() for r in rows}
 
 
 async def unit_entity_names(

@@ -151,16 +151,17 @@ def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: Ar
         s.final = scoring.final_score(s.rerank, s.recency, s.temporal, s.proof, cfg) * s.arm_factor
 
 
-async def _diversify(
-    conn: asyncpg.Connection, bank_id: str, ranked: list[Scored], cfg: RecallConfig
-) -> list[Scored]:
+def _uses_mmr(cfg: RecallConfig) -> bool:
+    return cfg.mmr_weight < 1.0
+
+
+def _diversify(ranked: list[Scored], cfg: RecallConfig) -> list[Scored]:
     """MMR over the head (near-identical facts stop crowding it), then facts that only repeat
     sources already shown move behind the rest."""
-    if cfg.mmr_weight < 1.0 and len(ranked) > 2:
+    if _uses_mmr(cfg) and len(ranked) > 2:
         head = ranked[: cfg.mmr_top]
-        vectors = await sql.unit_embeddings(conn, bank_id, [s.cand.unit_id for s in head])
-        if len(vectors) == len(head):  # every fact has an embedding (they all should)
-            stacked = np.stack([vectors[s.cand.unit_id] for s in head])
+        if all(s.row["embedding"] is not None for s in head):  # they all should have one
+            stacked = np.stack([s.row["embedding"].to_numpy() for s in head])
             ranked = [head[i] for i in mmr_order([s.final for s in head], stacked, cfg.mmr_weight)] + ranked[
                 cfg.mmr_top :
             ]
@@ -247,10 +248,15 @@ async def _retrieve(
 
 
 async def _hydrate(
-    pool: asyncpg.Pool, bank_id: str, survivors: list[fusion.Candidate], vector: np.ndarray | None
+    pool: asyncpg.Pool,
+    bank_id: str,
+    survivors: list[fusion.Candidate],
+    vector: np.ndarray | None,
+    cfg: RecallConfig,
 ) -> list[Scored]:
+    ids = [c.unit_id for c in survivors]
     async with pool.acquire() as conn:
-        fetched = await sql.fetch_units(conn, bank_id, [c.unit_id for c in survivors], vector)
+        fetched = await sql.fetch_units(conn, bank_id, ids, vector, with_embeddings=_uses_mmr(cfg))
     rows = {r["id"]: r for r in fetched}
     return [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
 
@@ -279,14 +285,11 @@ async def _rerank(
     return method
 
 
-async def _order(
-    pool: asyncpg.Pool, bank_id: str, items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext
-) -> list[Scored]:
+def _order(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> list[Scored]:
     """Boosts, then diversity: the final ranking."""
     _apply_boosts(items, cfg, now, ctx)
     ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
-    async with pool.acquire() as conn:
-        return await _diversify(conn, bank_id, ranked, cfg)
+    return _diversify(ranked, cfg)
 
 
 def _pack(considered: list[Scored], max_tokens: int, cfg: RecallConfig) -> tuple[list[Scored], int]:
@@ -330,11 +333,11 @@ async def run_recall(
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
-    items = await _hydrate(pool, bank_id, survivors, query.vector)
+    items = await _hydrate(pool, bank_id, survivors, query.vector, cfg)
     lap("hydrate")
     rerank_method = await _rerank(reranker, req.query, items, cfg, results)
     lap("rerank")
-    ranked = await _order(pool, bank_id, items, cfg, now, ctx)
+    ranked = _order(items, cfg, now, ctx)
     considered = ranked[: ctx.limit * cfg.packing_pool_factor]
     lap("boosts")
     packed, tokens = _pack(considered, req.max_tokens, cfg)
