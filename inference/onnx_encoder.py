@@ -109,6 +109,9 @@ class OnnxEncoder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Idle pool threads sleep instead of spinning: the cores are shared with Postgres and
+        # the event loop, and a query's forward pass is a few milliseconds.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         self._model = model
 
