@@ -86,10 +86,13 @@ async def _quality(
     return out
 
 
-async def _keyword_overlap(pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str]) -> list[float]:
-    """The bounded keyword arm's top 50 against unbounded BM25 (a bank with statistics only)."""
+async def _keyword_overlap(
+    pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str]
+) -> list[tuple[float, str]]:
+    """The bounded keyword arm's top 50 against unbounded BM25 (a bank with statistics only),
+    with each query's OR-text, so the worst can be looked at."""
     cfg = get_preset("default")
-    out = []
+    out: list[tuple[float, str]] = []
     async with pool.acquire() as conn:
         for q in questions:
             text = keyword_or_query(q, cfg.keyword_max_terms)
@@ -108,7 +111,7 @@ async def _keyword_overlap(pool: asyncpg.Pool, bank: str, size: int, questions: 
                 filters=_ANY,
                 bank_size=size,
             )
-            out.append(_overlap([r["id"] for r in bounded], [r["id"] for r in full]))
+            out.append((_overlap([r["id"] for r in bounded], [r["id"] for r in full]), text))
     return out
 
 
@@ -251,7 +254,12 @@ async def _measure(
         }
         if shape.keyword_stats:
             kw = await _keyword_overlap(pool, bank, shape.size, questions[: args.queries])
-            result["keyword_overlap"] = {"mean": float(np.mean(kw)), "min": float(np.min(kw))}
+            worst = min(kw)
+            result["keyword_overlap"] = {
+                "mean": float(np.mean([o for o, _ in kw])),
+                "min": worst[0],
+                "worst_query": worst[1],
+            }
         rows[bank] = result
         console.print(f"[dim]{bank}: p50 {result['p50_ms']:.1f} ms[/dim]")
     report = {
