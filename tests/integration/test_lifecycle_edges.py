@@ -129,3 +129,12 @@ def test_every_forget_and_correction_leaves_an_audit_row(api: httpx.Client, bank
         ("DELETE /v1/banks/{bank_id}/messages/{message_id}", 404, {"message_id": "never-was"}),
     ]
     assert all(r["bank_id"] == bank and r["actor"] for r in rows())
+
+
+def test_a_null_text_or_tags_is_refused_naming_the_field(api: httpx.Client, bank: str) -> None:
+    retain(api, bank, conversation("run", TRIP[3:]))
+    settled(api, bank)
+    fact_id = next(iter(facts(api, bank)))
+    for name in ("text", "tags"):
+        r = api.patch(f"/v1/banks/{bank}/memories/{fact_id}", json={name: None})
+        assert r.status_code == 422 and f"{name} may not be null" in r.text, r.text
