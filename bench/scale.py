@@ -35,7 +35,7 @@ from bench.locomo_data import conversation_paths, load_sample
 from bench.scale_build import bank_plan, embed_sources, load_banks, load_sources
 from tempr.inference.embeddings import Embedder, get_embedder
 from tempr.recall_api.index_maintenance import maintain_once
-from tempr.recall_api.recall.arms import keyword_or_query
+from tempr.recall_api.recall.arms.keyword import keyword_or_query
 from tempr.recall_api.recall.config import budget_to_limit, get_preset
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.recall import RecallRequest

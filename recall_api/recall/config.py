@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -17,12 +17,13 @@ __all__ = [
     "Budget",
     "GraphRetrieverName",
     "RecallConfig",
+    "arm_switch",
     "budget_to_limit",
     "get_preset",
 ]
 
-Arm = Literal["semantic", "keyword", "graph", "temporal"]
-ARMS: tuple[Arm, ...] = get_args(Arm)
+# An arm's name: a module of recall/arms registered under it, and a switch here (arm_switch).
+Arm = str
 
 # bfs: spreading activation one hop out of the query's nearest facts; mpfp: meta-path forward
 # push from the semantic (and temporal) arm's hits (recall/graph_mpfp.py).
@@ -37,6 +38,12 @@ BUDGET_LIMITS: Mapping[Budget, int] = MappingProxyType({"low": 100, "mid": 300, 
 _MAX_ALPHA = 2.0
 
 _Divisor = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+_ARM_SWITCH = "recall_arm"
+
+
+def arm_switch(default: bool = True) -> Any:
+    """A retrieval arm's on/off switch: the config entry of a module in recall/arms."""
+    return Field(default=default, json_schema_extra={_ARM_SWITCH: True})
 
 
 class RecallConfig(BaseModel):
@@ -44,10 +51,11 @@ class RecallConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    semantic: bool = True
-    keyword: bool = True
-    graph: bool = True
-    temporal: bool = True
+    # The retrieval arms, in the order they are listed in traces (recall/arms/<name>.py).
+    semantic: bool = arm_switch()
+    keyword: bool = arm_switch()
+    graph: bool = arm_switch()
+    temporal: bool = arm_switch()
 
     semantic_threshold: float = Field(default=0.3, ge=-1.0, le=1.0)  # cosine similarity floor
     # The nearest few are candidates whatever their similarity: a question in words no fact
@@ -59,6 +67,9 @@ class RecallConfig(BaseModel):
     arm_boosts: dict[Arm, _Divisor] = Field(default_factory=dict)
 
     recency_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
+    # The recency signal falls linearly from 1.0 (dated now) to the floor over the horizon.
+    recency_horizon_days: float = Field(default=365.0, gt=0.0, allow_inf_nan=False)
+    recency_floor: float = Field(default=0.1, ge=0.0, le=1.0)
     temporal_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
     proof_alpha: float = Field(default=0.1, ge=0.0, le=_MAX_ALPHA)
 
@@ -105,6 +116,11 @@ class RecallConfig(BaseModel):
     # Unlike bfs, mpfp ranks its seeds too (as the reference does): without them its ranking
     # is the seeds' neighbours alone, which measured far worse (Rt@10 0.60 against 0.71).
     mpfp_include_seeds: bool = True
+    # A walk does not pass through an entity named in more than this share of the bank's facts
+    # (and this many): a hub fans the mass out over facts that share nothing else. A bound on
+    # the walk's width, far below where a name stops telling facts apart (ubiquitous_share).
+    mpfp_hub_share: float = Field(default=0.05, gt=0.0, le=1.0)
+    mpfp_hub_min_mentions: int = Field(default=20, ge=1)
 
     temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
     # Facts whose sources are all cited by better-ranked facts move behind the rest.
@@ -141,6 +157,9 @@ class RecallConfig(BaseModel):
     def _needs_an_arm(self) -> RecallConfig:
         if not self.enabled_arms():
             raise ValueError("at least one retrieval arm must be enabled")
+        unknown = sorted(set(self.arm_boosts) - set(ARMS))
+        if unknown:
+            raise ValueError(f"arm_boosts names unknown arms {unknown}; arms are {list(ARMS)}")
         return self
 
     def enabled_arms(self) -> tuple[Arm, ...]:
@@ -149,6 +168,13 @@ class RecallConfig(BaseModel):
 
     def arm_boost(self, arm: Arm) -> float:
         return self.arm_boosts.get(arm, 1.0)
+
+
+ARMS: tuple[Arm, ...] = tuple(
+    name
+    for name, info in RecallConfig.model_fields.items()
+    if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get(_ARM_SWITCH)
+)
 
 
 def _only(*arms: Arm) -> RecallConfig:

@@ -17,18 +17,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import asyncpg
 
-from tempr.recall_api.recall.arms import ArmContext, ArmHit, ArmResult
+from tempr.recall_api.recall.arms.base import ArmContext, ArmHit, ArmResult
 from tempr.recall_api.recall.fusion import fuse_candidates
 from tempr.store import graph as graph_sql
 from tempr.store import recall as sql
-
-if TYPE_CHECKING:
-    from tempr.recall_api.recall.graph import GraphSeeds
 
 __all__ = [
     "SEMANTIC_PATTERNS",
@@ -152,10 +148,11 @@ class MpfpRetriever:
 
     name = "mpfp"
 
-    async def retrieve(self, pool: asyncpg.Pool, ctx: ArmContext, seeds: GraphSeeds) -> ArmResult:
+    async def retrieve(self, pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult:
         # The seeds are awaited before a connection is taken, so waiting holds none.
-        semantic_hits = await seeds.hits("semantic") if seeds.runs("semantic") else None
-        temporal_hits = await seeds.hits("temporal")
+        others = ctx.others
+        semantic_hits = await others.hits("semantic") if others.runs("semantic") else None
+        temporal_hits = await others.hits("temporal")
         async with pool.acquire() as conn:
             return await self._traverse(conn, ctx, semantic_hits, temporal_hits)
 
@@ -249,7 +246,7 @@ class MpfpRetriever:
             requests,
             top_k=cfg.mpfp_top_k,
             min_weight=cfg.mpfp_min_edge_weight,
-            entity_max_mentions=max(20, int(ctx.bank_size * 0.05)),
+            entity_max_mentions=max(cfg.mpfp_hub_min_mentions, int(ctx.bank_size * cfg.mpfp_hub_share)),
         )
         found: dict[tuple[UUID, str], list[tuple[UUID, float]]] = defaultdict(list)
         for r in rows:

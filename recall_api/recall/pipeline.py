@@ -19,10 +19,10 @@ from tempr.errors import ConsistencyTimeout, InvalidRequest
 from tempr.inference.embeddings import Embedder
 from tempr.inference.rerank import Reranker
 from tempr.recall_api.recall import fusion, scoring
-from tempr.recall_api.recall.arms import ArmContext, ArmResult, run_arm
+from tempr.recall_api.recall.arms import ArmContext, ArmResult, OtherArms, enabled_specs, run_arm
+from tempr.recall_api.recall.arms.graph import graph_choice, with_graph_choice
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
-from tempr.recall_api.recall.graph import graph_choice, run_graph_arm, with_graph_choice
 from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
@@ -137,7 +137,9 @@ def _span_middle(row: asyncpg.Record) -> datetime | None:
 def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> None:
     win = ctx.window
     for s in items:
-        s.recency = scoring.recency_signal(s.when, now)
+        s.recency = scoring.recency_signal(
+            s.when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor
+        )
         s.temporal = (
             scoring.temporal_proximity_signal(_span_middle(s.row), win.start, win.end)
             if win
@@ -147,7 +149,7 @@ def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: Ar
         s.proof = scoring.proof_signal(s.row["proof_count"]) if is_observation else scoring.NEUTRAL_SIGNAL
         # Arm boosts act again after reranking, as a plain multiplier (see fusion for before).
         if cfg.arm_boosts:
-            s.arm_factor = max(cfg.arm_boost(a) for a in s.cand.arm_ranks)  # type: ignore[arg-type]
+            s.arm_factor = max(cfg.arm_boost(a) for a in s.cand.arm_ranks)
         s.final = scoring.final_score(s.rerank, s.recency, s.temporal, s.proof, cfg) * s.arm_factor
 
 
@@ -199,7 +201,7 @@ async def _understand(
     """Time window, ubiquitous names, and the query vector (blended when names were taken out)."""
     window = query_window(req.query, now)
     anchor = event_anchor(req.query) if window is None else None
-    needs_vector = anchor is not None or any(a != "keyword" for a in cfg.enabled_arms())
+    needs_vector = anchor is not None or any(spec.needs_vector for spec in enabled_specs(cfg))
     shape = await sql.bank_shape(
         pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
     )
@@ -220,6 +222,8 @@ async def _understand(
 async def _retrieve(
     pool: asyncpg.Pool, bank_id: str, req: RecallRequest, cfg: RecallConfig, query: _Query
 ) -> tuple[ArmContext, list[ArmResult]]:
+    # Every arm starts at once; one that builds on others' hits (graph) awaits them in ctx.others.
+    tasks: dict[str, asyncio.Future[ArmResult]] = {}
     ctx = ArmContext(
         bank_id=bank_id,
         keyword_text=query.keyword_text,
@@ -232,14 +236,12 @@ async def _retrieve(
         ubiquitous_entities=query.shape.entity_ids,
         indexed=query.shape.indexed,
         keyword_stats=query.shape.keyword_stats,
+        others=OtherArms(tasks),
     )
-    arms = cfg.enabled_arms()
-    tasks: dict[str, asyncio.Future[ArmResult]] = {
-        a: asyncio.ensure_future(run_arm(pool, a, ctx)) for a in arms if a != "graph"
-    }
-    if "graph" in arms:  # mpfp starts from the other arms' hits: it waits for them
-        tasks["graph"] = asyncio.ensure_future(run_graph_arm(pool, ctx, tasks))
-    results = await asyncio.gather(*(tasks[a] for a in arms))
+    tasks.update(
+        {spec.name: asyncio.ensure_future(run_arm(pool, spec.name, ctx)) for spec in enabled_specs(cfg)}
+    )
+    results = await asyncio.gather(*tasks.values())
     return ctx, list(results)
 
 
@@ -319,7 +321,7 @@ async def run_recall(
     lap("embed")
     ctx, results = await _retrieve(pool, bank_id, req, cfg, query)
     lap("arms")
-    boosts = {str(arm): boost for arm, boost in cfg.arm_boosts.items()}  # fusion keys arms by name
+    boosts = dict(cfg.arm_boosts)
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")

@@ -24,8 +24,6 @@ __all__ = [
 NEUTRAL_SIGNAL = 0.5
 
 _SECONDS_PER_DAY = 86_400.0
-_RECENCY_HORIZON_DAYS = 365.0
-_RECENCY_FLOOR = 0.1
 _SYNTHETIC_TOP = 1.0
 _SYNTHETIC_BOTTOM = 0.1
 # Windows shorter than a day are widened to a day: memory dates are rarely finer than that,
@@ -104,15 +102,16 @@ def _days_between(earlier: datetime, later: datetime) -> float:
     return (_as_utc(later) - _as_utc(earlier)).total_seconds() / _SECONDS_PER_DAY
 
 
-def recency_signal(when: datetime | None, now: datetime) -> float:
-    """1.0 for a memory dated at ``now``, falling linearly to a 0.1 floor after a year.
+def recency_signal(when: datetime | None, now: datetime, *, horizon_days: float, floor: float) -> float:
+    """1.0 for a memory dated at ``now``, falling linearly to ``floor`` after ``horizon_days``
+    (RecallConfig.recency_horizon_days and recency_floor).
 
     Undated memories are neutral; dates after ``now`` count as fully recent.
     """
     if when is None:
         return NEUTRAL_SIGNAL
     days_ago = max(_days_between(when, now), 0.0)
-    return _clamp(1.0 - days_ago / _RECENCY_HORIZON_DAYS, _RECENCY_FLOOR, 1.0)
+    return _clamp(1.0 - days_ago / horizon_days, floor, 1.0)
 
 
 def temporal_proximity_signal(

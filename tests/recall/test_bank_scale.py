@@ -8,7 +8,8 @@ import asyncpg
 import numpy as np
 import pytest
 
-from tempr.recall_api.recall.arms import ArmContext, keyword_or_query, run_arm
+from tempr.recall_api.recall.arms import ArmContext, run_arm
+from tempr.recall_api.recall.arms.keyword import keyword_or_query
 from tempr.recall_api.recall.config import RecallConfig
 from tempr.store import keyword_stats, vector_indexes
 from tempr.store import recall as sql

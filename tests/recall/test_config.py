@@ -129,7 +129,7 @@ def test_unknown_budget_is_rejected() -> None:
 
 
 def test_a_graph_retriever_choice_switches_the_arm_on_in_the_default_preset_only() -> None:
-    from tempr.recall_api.recall.graph import with_graph_choice
+    from tempr.recall_api.recall.arms.graph import with_graph_choice
 
     default, graph, no_graph = PRESETS["default"], PRESETS["graph"], PRESETS["no-graph"]
     assert default.graph is False and graph.graph_retriever == "mpfp"

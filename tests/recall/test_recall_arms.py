@@ -47,7 +47,7 @@ async def arm(
         embedding=embed([query])[0],
         filters=RecallFilters(**filters),  # type: ignore[arg-type]
         limit=limit,
-        cfg=cfg or RecallConfig(),
+        cfg=cfg or RecallConfig(graph_retriever="bfs"),
         bank_size=await db.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank),
         window=query_window(query, QUERY_TS),
     )
@@ -118,7 +118,7 @@ async def test_graph_follows_shared_entity_and_causal_link(db: asyncpg.Pool, ban
         "graph",
         bank,
         "Where does Alice work?",
-        cfg=RecallConfig(graph_include_seeds=True, graph_hop_decay=1.0),
+        cfg=RecallConfig(graph_retriever="bfs", graph_include_seeds=True, graph_hop_decay=1.0),
     )
     assert with_seeds.ids == [by_cause.id, seed.id, by_semantic.id, by_entity.id]
     assert {h.unit_id: h.score for h in with_seeds.hits}[seed.id] == pytest.approx(sim, abs=1e-4)

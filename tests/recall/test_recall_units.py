@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from tempr.recall_api.recall.arms import keyword_or_query
+from tempr.recall_api.recall.arms.keyword import keyword_or_query
 from tempr.recall_api.recall.inflections import word_forms
 from tempr.recall_api.recall.temporal import query_window
 from tempr.schemas.recall import RecallRequest

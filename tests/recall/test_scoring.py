@@ -79,34 +79,45 @@ def test_synthetic_rejects_negative() -> None:
 # --- recency ---------------------------------------------------------------------------
 
 
+def recency(when: datetime | None, now: datetime) -> float:
+    cfg = RecallConfig()  # a year's horizon down to a 0.1 floor
+    return recency_signal(when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor)
+
+
+def test_recency_horizon_and_floor_come_from_the_config() -> None:
+    month_ago = NOW - timedelta(days=30)
+    assert recency_signal(month_ago, NOW, horizon_days=60.0, floor=0.0) == pytest.approx(0.5)
+    assert recency_signal(NOW - timedelta(days=90), NOW, horizon_days=60.0, floor=0.3) == pytest.approx(0.3)
+
+
 def test_recency_now_is_one() -> None:
-    assert recency_signal(NOW, NOW) == 1.0
+    assert recency(NOW, NOW) == 1.0
 
 
 def test_recency_six_months_is_about_neutral() -> None:
-    assert recency_signal(NOW - timedelta(days=182.5), NOW) == pytest.approx(0.5)
-    assert recency_signal(NOW - timedelta(days=183), NOW) == pytest.approx(0.5, abs=0.01)
+    assert recency(NOW - timedelta(days=182.5), NOW) == pytest.approx(0.5)
+    assert recency(NOW - timedelta(days=183), NOW) == pytest.approx(0.5, abs=0.01)
 
 
 @pytest.mark.parametrize("days", [365, 400, 3650])
 def test_recency_older_than_a_year_hits_the_floor(days: int) -> None:
-    assert recency_signal(NOW - timedelta(days=days), NOW) == pytest.approx(0.1)
+    assert recency(NOW - timedelta(days=days), NOW) == pytest.approx(0.1)
 
 
 def test_recency_floor_reached_before_a_year() -> None:
-    assert recency_signal(NOW - timedelta(days=340), NOW) == pytest.approx(0.1)
+    assert recency(NOW - timedelta(days=340), NOW) == pytest.approx(0.1)
 
 
 def test_recency_future_and_undated() -> None:
-    assert recency_signal(NOW + timedelta(days=30), NOW) == 1.0
-    assert recency_signal(None, NOW) == 0.5
+    assert recency(NOW + timedelta(days=30), NOW) == 1.0
+    assert recency(None, NOW) == 0.5
 
 
 def test_recency_mixes_naive_and_aware_as_utc() -> None:
     naive = datetime(2025, 6, 1, 12, 0) - timedelta(days=73)
-    assert recency_signal(naive, NOW) == pytest.approx(0.8)
+    assert recency(naive, NOW) == pytest.approx(0.8)
     other_tz = (NOW - timedelta(days=73)).astimezone(timezone(timedelta(hours=-7)))
-    assert recency_signal(other_tz, NOW) == pytest.approx(0.8)
+    assert recency(other_tz, NOW) == pytest.approx(0.8)
 
 
 # --- temporal proximity ----------------------------------------------------------------

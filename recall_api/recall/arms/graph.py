@@ -3,48 +3,30 @@ forward push (``mpfp``), chosen per request, else by the bank's config, else by 
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import asyncpg
 
-from tempr.recall_api.recall.arms import ArmContext, ArmHit, ArmResult, graph_arm
+from tempr.recall_api.recall.arms.base import ArmContext, ArmHit, ArmResult, recall_arm
 from tempr.recall_api.recall.config import GRAPH_RETRIEVERS, GraphRetrieverName, RecallConfig
 from tempr.recall_api.recall.graph_mpfp import MpfpRetriever
 from tempr.store import graph as graph_sql
+from tempr.store import recall as sql
 
 __all__ = [
     "RETRIEVERS",
     "BfsRetriever",
     "GraphRetriever",
-    "GraphSeeds",
+    "graph_arm",
     "graph_choice",
-    "run_graph_arm",
     "with_graph_choice",
 ]
-
-
-@dataclass(slots=True)
-class GraphSeeds:
-    """The other arms' results, as they finish: a retriever that starts from them awaits them."""
-
-    pending: Mapping[str, Awaitable[ArmResult]] = field(default_factory=dict)
-
-    def runs(self, arm: str) -> bool:
-        return arm in self.pending
-
-    async def hits(self, arm: str) -> list[ArmHit]:
-        task = self.pending.get(arm)
-        return [] if task is None else (await task).hits
 
 
 class GraphRetriever(Protocol):
     name: str
 
-    async def retrieve(self, pool: asyncpg.Pool, ctx: ArmContext, seeds: GraphSeeds) -> ArmResult: ...
+    async def retrieve(self, pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult: ...
 
 
 class BfsRetriever:
@@ -52,12 +34,45 @@ class BfsRetriever:
 
     name = "bfs"
 
-    async def retrieve(self, pool: asyncpg.Pool, ctx: ArmContext, seeds: GraphSeeds) -> ArmResult:
+    async def retrieve(self, pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult:
+        assert ctx.embedding is not None
+        cfg = ctx.cfg
         async with pool.acquire() as conn:
-            return await graph_arm(conn, ctx)
+            rows = await sql.graph_expand(
+                conn,
+                ctx.bank_id,
+                ctx.embedding,
+                seed_count=cfg.graph_seed_count,
+                seed_min_similarity=max(cfg.graph_seed_min_similarity, cfg.semantic_threshold),
+                entity_weight=cfg.graph_entity_weight,
+                semantic_link_min=cfg.graph_semantic_link_min,
+                causal_boost=cfg.graph_causal_boost,
+                hop_decay=cfg.graph_hop_decay,
+                include_seeds=cfg.graph_include_seeds,
+                limit=ctx.limit,
+                filters=ctx.filters,
+                exact=ctx.exact,
+                ef_search=ctx.ef_search,
+                ubiquitous_entities=ctx.ubiquitous_entities,
+            )
+        hits = [
+            ArmHit(
+                r["id"],
+                float(r["score"]),
+                {k: round(float(r[k]), 4) for k in ("entity", "semantic", "causal")},
+            )
+            for r in rows
+        ]
+        return ArmResult("graph", hits, note=f"bfs: seeds={rows[0]['seeds']}" if rows else "bfs: no seeds")
 
 
 RETRIEVERS: dict[str, GraphRetriever] = {"bfs": BfsRetriever(), "mpfp": MpfpRetriever()}
+
+
+@recall_arm("graph")
+async def graph_arm(pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult:
+    """The graph arm by the configured retriever; mpfp starts from the other arms' hits."""
+    return await RETRIEVERS[ctx.cfg.graph_retriever].retrieve(pool, ctx)
 
 
 async def graph_choice(
@@ -77,16 +92,3 @@ def with_graph_choice(cfg: RecallConfig, choice: GraphRetrieverName | None, pres
     if choice is None:
         return cfg
     return cfg.model_copy(update={"graph_retriever": choice, "graph": cfg.graph or preset == "default"})
-
-
-async def run_graph_arm(
-    pool: asyncpg.Pool, ctx: ArmContext, pending: Mapping[str, asyncio.Future[ArmResult]]
-) -> ArmResult:
-    """The graph arm by the configured retriever, timed like the others (waiting for its
-    seeds included: that is part of what the arm costs)."""
-    started = time.perf_counter()
-    retriever = RETRIEVERS[ctx.cfg.graph_retriever]
-    result = await retriever.retrieve(pool, ctx, GraphSeeds(pending))
-    result.note = f"{retriever.name}: {result.note}" if retriever.name == "bfs" else result.note
-    result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
-    return result

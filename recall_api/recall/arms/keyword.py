@@ -1,0 +1,76 @@
+"""The keyword arm: BM25 over the facts' words, the query's words OR-ed with their inflections."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import asyncpg
+
+from tempr.recall_api.recall.arms.base import ArmContext, ArmHit, ArmResult, recall_arm
+from tempr.recall_api.recall.inflections import word_forms
+from tempr.store import recall as sql
+from tempr.store.keyword_stats import query_lexemes
+
+__all__ = ["keyword_arm", "keyword_or_query"]
+
+_WORD = re.compile(r"\w+")
+
+
+def keyword_or_query(query: str, max_terms: int = 64) -> str:
+    """The query's words, then their other inflections, OR-ed in websearch syntax:
+    ``"melanie or bought or buy or buys or buying"``.
+
+    Only word characters survive, so quotes, minus signs and operators in the user's text
+    cannot change the query's meaning; stop words are dropped later by the parser.
+    """
+    words = [w for w in _WORD.findall(query.lower()) if w != "or"]
+    terms = dict.fromkeys(words)
+    for word in words:
+        terms.update(dict.fromkeys(word_forms(word)))
+    return " or ".join(list(terms)[:max_terms])
+
+
+@recall_arm("keyword", needs_vector=False)
+async def keyword_arm(pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult:
+    or_query = keyword_or_query(ctx.keyword_text, ctx.cfg.keyword_max_terms)
+    if not or_query:
+        return ArmResult("keyword", [], note="no terms")
+    async with pool.acquire() as conn:
+        return await _matches(conn, ctx, or_query)
+
+
+async def _matches(conn: asyncpg.Connection, ctx: ArmContext, or_query: str) -> ArmResult:
+    if not ctx.keyword_stats:
+        rows = await sql.keyword_search(
+            conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters, bank_size=ctx.bank_size
+        )
+        return ArmResult("keyword", _keyword_hits(rows), note=or_query)
+    cap = ctx.cfg.keyword_max_candidates
+    plan = sql.keyword_plan(await query_lexemes(conn, ctx.bank_id, or_query), max_candidates=cap)
+    rows = await sql.bounded_keyword_search(
+        conn,
+        ctx.bank_id,
+        plan,
+        limit=ctx.limit,
+        max_candidates=cap,
+        filters=ctx.filters,
+        bank_size=ctx.bank_size,
+    )
+    hits = _keyword_hits(rows)
+    bound = "all terms" if plan.complete else f"rarest {len(plan.essential)}/{len(plan.frequencies)} terms"
+    return ArmResult("keyword", hits, note=f"{or_query} ({bound})")
+
+
+def _keyword_hits(rows: Sequence[asyncpg.Record]) -> list[ArmHit]:
+    """Each match with its coverage: its BM25 over a full match's, in [0, 1]. One common word
+    of a four-word question counts for little, however alone it is in matching (on a small
+    bank, "days" in "sleeps most of the day" for "Where is Ingrid based these days?")."""
+    return [
+        ArmHit(
+            r["id"],
+            float(r["score"]),
+            {"coverage": min(float(r["score"]) / float(r["full_match"]), 1.0) if r["full_match"] else 0.0},
+        )
+        for r in rows
+    ]
