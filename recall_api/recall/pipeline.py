@@ -137,8 +137,13 @@ def _span_middle(row: asyncpg.Record) -> datetime | None:
 def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> None:
     win = ctx.window
     for s in items:
+        when = (
+            scoring.last_known(s.row["occurred_start"], s.row["occurred_end"], s.row["mentioned_at"])
+            if cfg.recency_from == "known"
+            else s.when
+        )
         s.recency = scoring.recency_signal(
-            s.when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor
+            when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor
         )
         s.temporal = (
             scoring.temporal_proximity_signal(_span_middle(s.row), win.start, win.end)

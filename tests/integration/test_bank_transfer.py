@@ -35,7 +35,8 @@ QUERIES = [
 # Every table of a bank the export carries, and the columns that say what the bank knows:
 # journal bookkeeping of the broker (seq, publish counts, attempts) belongs to each cluster.
 TABLES = {
-    "banks": "SELECT id, name, background, disposition, config, created_at, updated_at FROM banks WHERE id = $1",
+    "banks": "SELECT id, name, background, disposition, config, created_at, updated_at, id_lineage"
+    " FROM banks WHERE id = $1",
     "messages": "SELECT id, message_id, conversation_id, document_id, payload, received_at, processed_at"
     " FROM messages WHERE bank_id = $1",
     "documents": "SELECT id, content_hash, metadata, created_at, updated_at FROM documents WHERE bank_id = $1",
@@ -51,7 +52,8 @@ TABLES = {
     "fact_corrections": "SELECT id, unit_id, text, occurred_start, occurred_end, tags, reason, created_at, applied_at"
     " FROM fact_corrections WHERE bank_id = $1",
     "fact_history": "SELECT * FROM fact_history WHERE bank_id = $1",
-    "forgotten_messages": "SELECT * FROM forgotten_messages WHERE bank_id = $1",
+    "forgotten_messages": "SELECT bank_id, message_id, conversation_id, forgotten_at, reason"
+    " FROM forgotten_messages WHERE bank_id = $1",
     "forgotten_facts": "SELECT * FROM forgotten_facts WHERE bank_id = $1",
 }
 
