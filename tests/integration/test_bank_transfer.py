@@ -3,12 +3,14 @@
 
 The bank is the first four sessions of LoCoMo conv-26 (76 turns): the whole conversation
 (419 turns) takes minutes to ingest on the CI's two cores and adds no path this one misses.
+`TRANSFER_SESSIONS=all` runs it on the whole conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ from tests.integration.test_bank_replay import facts, retain, settled
 
 pytestmark = pytest.mark.integration
 
-SESSIONS = 4
+SESSIONS = (
+    None if os.environ.get("TRANSFER_SESSIONS") == "all" else int(os.environ.get("TRANSFER_SESSIONS", "4"))
+)
 QUERIES = [
     "When did Caroline go to the LGBTQ support group?",
     "What did Melanie paint?",
