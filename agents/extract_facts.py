@@ -15,6 +15,7 @@ from typing import Any
 import faust
 
 from tempr.agents.extraction.corrections import correction_event, keep_corrections
+from tempr.agents.extraction.lineage import along_lineage, in_bank, messages_in_bank
 from tempr.schemas.events import (
     ChunkEvent,
     ExtractedFact,
@@ -23,7 +24,7 @@ from tempr.schemas.events import (
     MessageEvent,
     encode_event,
 )
-from tempr.store import corrections, messages
+from tempr.store import banks, corrections, messages
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
@@ -43,7 +44,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Extractor = Callable[[ChunkEvent], Awaitable[list[ExtractedFact]]]
+# (chunk, the bank whose name fact ids derive from: the chunk's own, or the first ancestor
+# of a bank imported under another id; see extraction/lineage.py)
+Extractor = Callable[[ChunkEvent, str], Awaitable[list[ExtractedFact]]]
 
 
 def embedding_text(fact: ExtractedFact) -> str:
@@ -102,18 +105,20 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
         llm = ctx.llm
         assert llm is not None  # llm_configured
 
-        async def with_llm(chunk: ChunkEvent) -> list[ExtractedFact]:
-            return await extract_with_llm(chunk, llm)
+        async def with_llm(chunk: ChunkEvent, id_bank: str) -> list[ExtractedFact]:
+            return await extract_with_llm(in_bank(chunk, id_bank), llm)
 
         return with_llm
 
     one_at_a_time = asyncio.Lock()  # spaCy's pipeline is not shared across threads
 
-    async def local(chunk: ChunkEvent) -> list[ExtractedFact]:
+    async def local(chunk: ChunkEvent, id_bank: str) -> list[ExtractedFact]:
         history = await read_history(ctx.db, chunk)
+        if history is not None:
+            history = messages_in_bank(history, id_bank)
         # CPU-bound (spaCy): off the event loop so timers and commits keep running.
         async with one_at_a_time:
-            return await asyncio.to_thread(extract_local, chunk, history)
+            return await asyncio.to_thread(extract_local, in_bank(chunk, id_bank), history)
 
     return local
 
@@ -145,7 +150,7 @@ EMBED_GROUP_FACTS = 256
 
 async def extract_and_embed(
     chunks: Sequence[ChunkEvent],
-    extract: Extractor,
+    extract: Callable[[ChunkEvent], Awaitable[list[ExtractedFact]]],
     embedder: Any,
     emit: Callable[[FactsEvent], Awaitable[None]],
     *,
@@ -219,13 +224,18 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         )
 
         async def extract(chunk: ChunkEvent) -> list[ExtractedFact]:
+            lineage = lineages.get(chunk.bank_id, [])
             async with in_flight:  # many chunks in flight at once (LLM latency)
-                return await _with_corrections(ctx.db, chunk.bank_id, await extractor(chunk))
+                found = await extractor(chunk, lineage[0] if lineage else chunk.bank_id)
+                return await _with_corrections(
+                    ctx.db, chunk.bank_id, along_lineage(found, lineage, chunk.bank_id)
+                )
 
         async def emit(out: FactsEvent) -> None:
             await (await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))
 
         chunks = [r.event for r in records if isinstance(r.event, ChunkEvent)]
+        lineages = await banks.id_lineages(ctx.db, (c.bank_id for c in chunks)) if chunks else {}
         await extract_and_embed(chunks, extract, ctx.embeddings, emit)
         fixes = [
             out

@@ -89,7 +89,9 @@ async def apply_graph_event(
         exists = fact.fact_id in stored_before
         duplicate = None if exists else await _same_statement_stored(conn, event.bank_id, fact)
         if duplicate is not None:
-            await memories.merge_provenance(conn, duplicate, fact.source_message_ids, fact.evidence_ids)
+            await memories.merge_provenance(
+                conn, duplicate, fact.source_message_ids, fact.evidence_ids, merged_id=fact.fact_id
+            )
             replaced[fact.fact_id] = duplicate
             continue
         await memories.upsert_fact(conn, event.bank_id, event.chunk_id, fact)

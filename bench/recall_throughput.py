@@ -6,7 +6,8 @@ a bank of --facts facts made from conv-26's turns (real text, embeddings at cosi
 the real ones: bench/scale_build.py) is loaded into its Postgres with COPY; then each client
 recalls conv-26's questions in a loop for --seconds (default preset, budget mid).
 
-    python -m bench.recall_throughput [--workers 1,2] [--clients 1,4,16] [--seconds 20] [--json PATH]
+    python -m bench.recall_throughput [--runtimes torch,onnx] [--workers 1,2] [--clients 1,4,16]
+                                      [--seconds 20] [--json PATH]
 """
 
 from __future__ import annotations
@@ -79,11 +80,14 @@ async def _drive(url: str, questions: list[str], clients: int, seconds: float) -
     }
 
 
-def run_workers(workers: int, args: argparse.Namespace, questions: list[str]) -> list[dict[str, Any]]:
+def run_workers(
+    workers: int, runtime: str, args: argparse.Namespace, questions: list[str]
+) -> list[dict[str, Any]]:
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-throughput-"))
-    supervisor = start_supervisor(
-        embedded_settings(data_dir, api_workers=workers, index_maintenance_interval_s=0), timeout=900
+    settings = embedded_settings(
+        data_dir, api_workers=workers, index_maintenance_interval_s=0, embedding_runtime=runtime
     )
+    supervisor = start_supervisor(settings, timeout=900)
     try:
         s = supervisor.settings
         assert s.database_url
@@ -91,8 +95,11 @@ def run_workers(workers: int, args: argparse.Namespace, questions: list[str]) ->
         url = f"http://{s.host}:{s.port}"
         rows = []
         for clients in args.clients:
-            row = asyncio.run(_drive(url, questions, clients, args.seconds)) | {"workers": workers}
-            console.print(f"[dim]{workers} workers, {clients} clients: {row['req_per_s']:.1f} req/s[/dim]")
+            row = asyncio.run(_drive(url, questions, clients, args.seconds))
+            row |= {"workers": workers, "runtime": runtime}
+            console.print(
+                f"[dim]{runtime}, {workers} workers, {clients} clients: {row['req_per_s']:.1f} req/s[/dim]"
+            )
             rows.append(row)
         return rows
     finally:
@@ -103,6 +110,9 @@ def run_workers(workers: int, args: argparse.Namespace, questions: list[str]) ->
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--workers", default="1,2", help="API worker counts to compare")
+    parser.add_argument(
+        "--runtimes", default="torch,onnx", help="embedding runtimes to compare (torch: before ONNX)"
+    )
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients")
     parser.add_argument("--seconds", type=float, default=20.0, help="per (workers, clients) cell")
     parser.add_argument("--facts", type=int, default=1000, help="facts in the bank (conv-26: ~1,000)")
@@ -111,12 +121,26 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.clients = [int(c) for c in args.clients.split(",")]
     questions = [q.question for q in load_sample(DATA_DIR / "conv-26.json").questions]
-    rows = [row for w in args.workers.split(",") for row in run_workers(int(w), args, questions)]
+    rows = [
+        row
+        for rt in args.runtimes.split(",")
+        for w in args.workers.split(",")
+        for row in run_workers(int(w), rt, args, questions)
+    ]
     print_table(
         f"Recall throughput, bank of {args.facts} facts (HTTP, default preset; 2 shared cores, noisy)",
-        ["workers", "clients", "req/s", "p50 ms", "p95 ms", "requests", "errors"],
+        ["runtime", "workers", "clients", "req/s", "p50 ms", "p95 ms", "requests", "errors"],
         [
-            [r["workers"], r["clients"], r["req_per_s"], r["p50_ms"], r["p95_ms"], r["requests"], r["errors"]]
+            [
+                r["runtime"],
+                r["workers"],
+                r["clients"],
+                r["req_per_s"],
+                r["p50_ms"],
+                r["p95_ms"],
+                r["requests"],
+                r["errors"],
+            ]
             for r in rows
         ],
         digits=1,

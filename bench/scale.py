@@ -42,7 +42,7 @@ from tempr.schemas.recall import RecallRequest
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 from tempr.store import recall as sql
 from tempr.store.bank_stats import bank_stats
-from tempr.store.graph_context import semantic_neighbours
+from tempr.store.graph_context import semantic_neighbours_of_many
 from tempr.store.keyword_stats import query_lexemes
 from tempr.store.migrate import apply_migrations
 from tempr.store.pool import create_pool
@@ -77,7 +77,8 @@ async def _quality(
             out["semantic"].append(_overlap((await top(limit, not indexed))[:50], exact50))
             out["seeds"].append(_overlap(await top(cfg.graph_seed_count, not indexed), exact50[:20]))
         for vec in fact_vectors:  # a new fact close to stored ones, as ingest sees it
-            found = [r["id"] for r in await semantic_neighbours(conn, bank, vec, min_cosine=-1.0, limit=10)]
+            rows = await semantic_neighbours_of_many(conn, bank, [vec], min_cosine=-1.0, limit=10)
+            found = [r["id"] for r in rows]
             exact = await sql.semantic_search(
                 conn, bank, vec, limit=10, min_similarity=-1.0, filters=_ANY, exact=True, ef_search=ef
             )
@@ -85,10 +86,13 @@ async def _quality(
     return out
 
 
-async def _keyword_overlap(pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str]) -> list[float]:
-    """The bounded keyword arm's top 50 against unbounded BM25 (a bank with statistics only)."""
+async def _keyword_overlap(
+    pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str]
+) -> list[tuple[float, str]]:
+    """The bounded keyword arm's top 50 against unbounded BM25 (a bank with statistics only),
+    with each query's OR-text, so the worst can be looked at."""
     cfg = get_preset("default")
-    out = []
+    out: list[tuple[float, str]] = []
     async with pool.acquire() as conn:
         for q in questions:
             text = keyword_or_query(q, cfg.keyword_max_terms)
@@ -107,33 +111,39 @@ async def _keyword_overlap(pool: asyncpg.Pool, bank: str, size: int, questions: 
                 filters=_ANY,
                 bank_size=size,
             )
-            out.append(_overlap([r["id"] for r in bounded], [r["id"] for r in full]))
+            out.append((_overlap([r["id"] for r in bounded], [r["id"] for r in full]), text))
     return out
 
 
 async def _recalls(
-    pool: asyncpg.Pool, embedder: Embedder, bank: str, questions: Sequence[str], now: datetime
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    stages: dict[str, list[float]] = {}
+    pool: asyncpg.Pool, embedders: dict[str, Embedder], bank: str, questions: Sequence[str], now: datetime
+) -> dict[str, dict[str, Any]]:
+    """Each question recalled once per embedding runtime, the runtimes alternated question by
+    question so that the machine's load swings hit them alike."""
+    latencies: dict[str, list[float]] = {r: [] for r in embedders}
+    stages: dict[str, dict[str, list[float]]] = {r: {} for r in embedders}
     for i, q in enumerate(questions):
-        req = RecallRequest(query=q, trace=True, query_timestamp=now)
-        started = time.perf_counter()
-        response = await run_recall(pool, embedder, None, bank, req, max_consistency_wait_s=0)
-        elapsed = (time.perf_counter() - started) * 1000
-        if i < 3:  # warm-up: caches, first plans
-            continue
-        latencies.append(elapsed)
-        trace = response.trace or {}
-        for stage, ms in trace.get("timings_ms", {}).items():
-            stages.setdefault(stage, []).append(ms)
-        for arm, detail in trace.get("arms", {}).items():
-            stages.setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
+        for runtime, embedder in embedders.items():
+            req = RecallRequest(query=q, trace=True, query_timestamp=now)
+            started = time.perf_counter()
+            response = await run_recall(pool, embedder, None, bank, req, max_consistency_wait_s=0)
+            elapsed = (time.perf_counter() - started) * 1000
+            if i < 3:  # warm-up: caches, first plans
+                continue
+            latencies[runtime].append(elapsed)
+            trace = response.trace or {}
+            for stage, ms in trace.get("timings_ms", {}).items():
+                stages[runtime].setdefault(stage, []).append(ms)
+            for arm, detail in trace.get("arms", {}).items():
+                stages[runtime].setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
     return {
-        "p50_ms": percentile(latencies, 50),
-        "p95_ms": percentile(latencies, 95),
-        "n": len(latencies),
-        "stage_medians_ms": {k: statistics.median(v) for k, v in stages.items()},
+        runtime: {
+            "p50_ms": percentile(latencies[runtime], 50),
+            "p95_ms": percentile(latencies[runtime], 95),
+            "n": len(latencies[runtime]),
+            "stage_medians_ms": {k: statistics.median(v) for k, v in stages[runtime].items()},
+        }
+        for runtime in embedders
     }
 
 
@@ -222,7 +232,8 @@ async def _measure(
     measured: list[int],
     build: dict[str, float],
 ) -> dict[str, Any]:
-    embedder = get_embedder(PACKAGED_EMBEDDING_MODEL)
+    embedders = {r: get_embedder(PACKAGED_EMBEDDING_MODEL, runtime=r) for r in args.runtimes}
+    embedder = embedders[args.runtimes[-1]]
     questions = _questions(args.queries + 3, args.seed)
     rng = np.random.default_rng(args.seed)
     rows: dict[str, Any] = {}
@@ -234,7 +245,8 @@ async def _measure(
         noise = rng.normal(0, 0.0247, (10, vectors.shape[1])).astype(np.float32)
         fact_vecs = vectors[picks] + noise
         fact_vecs /= np.linalg.norm(fact_vecs, axis=1, keepdims=True)
-        result = await _recalls(pool, embedder, bank, questions, args.now)
+        by_runtime = await _recalls(pool, embedders, bank, questions, args.now)
+        result = dict(by_runtime[args.runtimes[-1]]) | {"runtimes": by_runtime}
         quality = await _quality(pool, bank, shape.indexed, qvec, fact_vecs)
         result["indexed"] = shape.indexed
         result["overlap"] = {
@@ -242,7 +254,12 @@ async def _measure(
         }
         if shape.keyword_stats:
             kw = await _keyword_overlap(pool, bank, shape.size, questions[: args.queries])
-            result["keyword_overlap"] = {"mean": float(np.mean(kw)), "min": float(np.min(kw))}
+            worst = min(kw)
+            result["keyword_overlap"] = {
+                "mean": float(np.mean([o for o, _ in kw])),
+                "min": worst[0],
+                "worst_query": worst[1],
+            }
         rows[bank] = result
         console.print(f"[dim]{bank}: p50 {result['p50_ms']:.1f} ms[/dim]")
     report = {
@@ -286,6 +303,25 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         rows,
         digits=1,
     )
+    if len(args.runtimes) > 1:
+        print_table(
+            "Recall by embedding runtime, alternated query by query (median ms)",
+            ["facts", *(f"{r} {c}" for r in args.runtimes for c in ("p50", "p95", "embed"))],
+            [
+                [bank.removeprefix("scale-")]
+                + [
+                    x
+                    for rt in args.runtimes
+                    for x in (
+                        r["runtimes"][rt]["p50_ms"],
+                        r["runtimes"][rt]["p95_ms"],
+                        r["runtimes"][rt]["stage_medians_ms"]["embed"],
+                    )
+                ]
+                for bank, r in report["rows"].items()
+            ],
+            digits=1,
+        )
     b = report["build"]
     st = report["stats"]
     print_table(
@@ -316,7 +352,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tempr-bench")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the database directory")
+    parser.add_argument(
+        "--runtimes",
+        default="torch,onnx",
+        help="embedding runtimes to alternate (the last is the main table's); torch = before ONNX",
+    )
     args = parser.parse_args(argv)
+    args.runtimes = args.runtimes.split(",")
     args.now = datetime(2024, 1, 1, tzinfo=UTC)
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-scale-"))
     try:
@@ -330,6 +372,7 @@ def main(argv: list[str] | None = None) -> None:
         "queries": args.queries,
         "index_min_facts": args.index_min_facts,
         "seed": args.seed,
+        "runtimes": args.runtimes,
     }
     _print(report, args)
     write_json(args.json, report)

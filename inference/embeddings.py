@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 
 from tempr.errors import UpstreamModelError
+from tempr.inference.onnx_encoder import OnnxEncoder, onnx_encoder_for
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 if TYPE_CHECKING:
@@ -75,9 +76,14 @@ class LocalEmbedder:
 
     torch already uses every core for one batch, so concurrent encodes would only thrash;
     the lock also keeps the async callers from blocking the event loop (work runs in a thread).
+    On CPU with ``runtime="onnx"`` the encoder runs in ONNX Runtime when it reproduces torch's
+    vectors (inference/onnx_encoder.py), with as many threads as torch has.
     """
 
-    def __init__(self, model: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(
+        self, model: str, *, batch_size: int = 64, device: str = "cpu", runtime: str = "onnx"
+    ) -> None:
+        import torch
         from sentence_transformers import SentenceTransformer
 
         path = resolve_model_path(model)
@@ -87,6 +93,10 @@ class LocalEmbedder:
         self._model = SentenceTransformer(path, device=device)
         self._batch_size = batch_size
         self._lock = threading.Lock()
+        self._onnx: OnnxEncoder | None = None
+        if runtime == "onnx" and device == "cpu":
+            self._onnx = onnx_encoder_for(self._model, threads=torch.get_num_threads())
+        self.runtime = "onnx" if self._onnx else "torch"
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
@@ -96,6 +106,12 @@ class LocalEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self._onnx is not None:
+            step = self._batch_size
+            with self._lock:
+                return np.concatenate(
+                    [self._onnx.encode(texts[i : i + step]) for i in range(0, len(texts), step)]
+                )
         with self._lock:
             vectors = self._model.encode(
                 list(texts),
@@ -182,11 +198,12 @@ def get_embedder(
     api_key: str | None = None,
     device: str = "cpu",
     timeout_s: float = 60.0,
+    runtime: str = "onnx",
 ) -> Embedder:
     """The process-wide embedder: remote when `base_url` is given, else a local model."""
     if base_url:
         return RemoteEmbedder(model, base_url, api_key=api_key, batch_size=batch_size, timeout_s=timeout_s)
-    return LocalEmbedder(model, batch_size=batch_size, device=device)
+    return LocalEmbedder(model, batch_size=batch_size, device=device, runtime=runtime)
 
 
 def embedder_from_settings(settings: Settings, model: str | None = None) -> Embedder:
@@ -200,4 +217,5 @@ def embedder_from_settings(settings: Settings, model: str | None = None) -> Embe
         api_key=key.get_secret_value() if key else None,
         device=settings.model_device,
         timeout_s=settings.model_timeout_s,
+        runtime=settings.embedding_runtime,
     )

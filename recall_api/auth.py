@@ -40,6 +40,7 @@ class Rule:
     scope: KeyScope | None  # None: open to anyone (health)
     every_bank: bool = False  # the key must reach every bank ('*'): keys, audit, metrics
     limit: Limit | None = None
+    audit: bool = False  # a write below admin that still leaves an audit row (forget, correct)
 
 
 _R, _W, _A = KeyScope.READ, KeyScope.WRITE, KeyScope.ADMIN
@@ -64,11 +65,12 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("POST", f"{_B}/memories"): Rule(_W, limit="retain"),
     ("GET", f"{_B}/memories"): Rule(_R),
     ("GET", f"{_B}/memories/{{memory_id}}"): Rule(_R),
-    # Forgetting and correcting change what the bank holds, like retain: write.
-    ("PATCH", f"{_B}/memories/{{memory_id}}"): Rule(_W),
-    ("DELETE", f"{_B}/memories/{{memory_id}}"): Rule(_W),
-    ("DELETE", f"{_B}/messages/{{message_id}}"): Rule(_W),
-    ("DELETE", f"{_B}/conversations/{{conversation_id}}"): Rule(_W),
+    # Forgetting and correcting change what the bank holds, like retain: write. They cannot be
+    # undone, so each leaves an audit row naming what it touched.
+    ("PATCH", f"{_B}/memories/{{memory_id}}"): Rule(_W, audit=True),
+    ("DELETE", f"{_B}/memories/{{memory_id}}"): Rule(_W, audit=True),
+    ("DELETE", f"{_B}/messages/{{message_id}}"): Rule(_W, audit=True),
+    ("DELETE", f"{_B}/conversations/{{conversation_id}}"): Rule(_W, audit=True),
     ("POST", f"{_B}/recall"): Rule(_R, limit="recall"),
     ("POST", f"{_B}/reflect"): Rule(_W),  # forms opinions
     ("GET", f"{_B}/entities"): Rule(_R),
@@ -101,6 +103,8 @@ POLICY: dict[tuple[str, str], Rule] = {
     ("POST", f"{_CB}/delete"): Rule(_A),
     ("GET", f"{_CB}/memories"): Rule(_R),
     ("GET", f"{_CB}/memories/{{unit_id}}"): Rule(_R),
+    ("POST", f"{_CB}/memories/{{unit_id}}/forget"): Rule(_W, audit=True),
+    ("POST", f"{_CB}/memories/{{unit_id}}/correct"): Rule(_W, audit=True),
     ("GET", f"{_CB}/recall"): Rule(_R),
     ("POST", f"{_CB}/recall"): Rule(_R, limit="recall"),
     ("GET", f"{_CB}/documents"): Rule(_R),
@@ -175,12 +179,16 @@ async def authorize(request: Request) -> None:
                 f"rate limit of this key for {rule.limit} reached; retry in {wait:.1f}s",
                 headers={"Retry-After": str(max(1, round(wait + 0.5)))},
             )
-    if rule.scope is KeyScope.ADMIN and request.method != "GET":  # reads (metrics scrapes) are not actions
+    if (rule.scope is KeyScope.ADMIN or rule.audit) and request.method != "GET":  # reads are not actions
         request.state.audit = {
             "actor": principal.name,
             "action": f"{request.method} {template}",
             "bank": bank_id,
         }
+        if rule.audit:  # which fact, message or conversation
+            request.state.audit["detail"] = {
+                k: str(v) for k, v in request.path_params.items() if k != "bank_id"
+            }
 
 
 PrincipalDep = Annotated[Principal, Depends(principal_of)]

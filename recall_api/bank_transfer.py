@@ -11,7 +11,6 @@ copy lives beside the original and importing it twice still changes nothing.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +29,7 @@ from tempr.schemas.bank_export import (
     parse_record,
     upgrade_record,
 )
+from tempr.schemas.ids import imported_id
 from tempr.store import bank_export, bank_import
 from tempr.store.embedding_column import embedding_dimension
 
@@ -37,7 +37,6 @@ __all__ = ["export_lines", "import_lines"]
 
 _BATCH = 500
 _MAX_LINE_BYTES = 16_000_000
-_NAMESPACE = uuid.UUID("1f0e5c3a-6b2d-4f7e-9a51-3c8d2e7b9f40")
 
 # Fields holding ids of the bank's rows, by record kind: mapped when importing under a new id.
 _ID_FIELDS: dict[str, tuple[str, ...]] = {
@@ -85,7 +84,7 @@ async def export_lines(pool: asyncpg.Pool, bank_id: str, *, embedding_model: str
 def _mapper(source: str, target: str) -> Callable[[Any], Any]:
     if source == target:
         return lambda value: value
-    return lambda value: None if value is None else str(uuid.uuid5(_NAMESPACE, f"{target}\n{value}"))
+    return lambda value: None if value is None else str(imported_id(target, value))
 
 
 def _remap(kind: str, raw: dict[str, Any], target: str, new_id: Callable[[Any], Any]) -> dict[str, Any]:
@@ -98,6 +97,11 @@ def _remap(kind: str, raw: dict[str, Any], target: str, new_id: Callable[[Any], 
         row["payload"] = {**row["payload"], "bank_id": target, "event_id": row["id"]}
     if kind == "fact" and "corrected_by" in row["metadata"]:
         row["metadata"] = {**row["metadata"], "corrected_by": new_id(row["metadata"]["corrected_by"])}
+    if kind == "fact" and "merged_ids" in row["metadata"]:
+        row["metadata"] = {
+            **row["metadata"],
+            "merged_ids": [new_id(i) for i in row["metadata"]["merged_ids"]],
+        }
     return row
 
 
@@ -176,10 +180,11 @@ async def import_lines(
         if kind == "header":
             raise InvalidRequest(f"line {number}: a second header (one export per import)")
         if kind == "bank":
+            profile = BankRecord.model_validate(raw).model_dump()
+            if target != header.bank_id:  # the copy's extractor derives fact ids as the import mapped them
+                profile["id_lineage"] = [*profile["id_lineage"], header.bank_id]
             async with pool.acquire() as conn:
-                made = await bank_import.create_bank_if_missing(
-                    conn, target, BankRecord.model_validate(raw).model_dump()
-                )
+                made = await bank_import.create_bank_if_missing(conn, target, profile)
             written["bank"] = int(made)
             continue
         if kind != kind_of_batch or len(batch) >= _BATCH:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tempr import __version__
 from tempr.inference.embeddings import embedder_from_settings, set_torch_threads
 from tempr.inference.llm import LLMClient
+from tempr.inference.tokens import get_encoding
 from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
 from tempr.recall_api.audit_log import AuditLog
 from tempr.recall_api.auth import McpAuth, authorize
@@ -96,8 +98,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         set_torch_threads(settings.api_torch_threads())
         try:
-            embedder, _ = await asyncio.gather(
-                asyncio.to_thread(embedder_from_settings, settings), asyncio.to_thread(load_lexicon)
+            embedder, *_ = await asyncio.gather(
+                asyncio.to_thread(embedder_from_settings, settings),
+                asyncio.to_thread(load_lexicon),
+                asyncio.to_thread(get_encoding),  # packing's token counts: not on the first recall
             )
             # A model whose vectors do not fit the column stops start-up with what to do.
             await check_embedding_model(pool, embedder.model_name, embedder.dimension)
@@ -124,6 +128,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         maintenance = (
             asyncio.create_task(maintenance_loop(settings)) if settings.index_maintenance_interval_s else None
         )
+        # What was loaded above (models, tokenizers, libraries) is ~500k objects that live as
+        # long as the process; a full collection walked them all, 2.4 s under load (12 % of the
+        # event loop at 16 clients). Frozen, collections walk only what requests allocate.
+        gc.collect()
+        gc.freeze()
         try:
             async with mcp_lifespan(app):
                 yield

@@ -66,6 +66,8 @@ class BankRecord(_Record):
     config: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+    # The banks this one was imported from under another id, oldest first (store/banks.py).
+    id_lineage: list[str] = Field(default_factory=list)
 
 
 class ForgottenMessageRecord(_Record):

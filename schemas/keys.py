@@ -62,8 +62,12 @@ class KeyCreated(KeyOut):
 class AuditEntry(BaseModel):
     id: int
     at: datetime
-    actor: str = Field(description="The key's name ('open' in open mode, 'cli:<user>' for tempr keys).")
-    action: str = Field(description="'METHOD /route/{template}' or 'keys.create' / 'keys.revoke'.")
+    actor: str = Field(
+        description="The key's name ('open' in open mode, 'cli:<user>' for tempr keys, 'retention' for the sweeper)."
+    )
+    action: str = Field(
+        description="'METHOD /route/{template}', 'keys.create' / 'keys.revoke', or 'RETENTION messages|facts'."
+    )
     bank_id: str | None
     status: int | None
     detail: dict[str, Any]

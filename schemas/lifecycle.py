@@ -83,6 +83,9 @@ class MemoryPatch(BaseModel):
     def _something(self) -> Self:
         if not self.model_fields_set - {"reason"}:
             raise ValueError("give at least one of text, occurred_start, occurred_end, tags")
+        for name in ("text", "tags"):  # a date may be cleared with null; these may not
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} may not be null (leave it out to keep it)")
         if self.occurred_start and self.occurred_end and self.occurred_start > self.occurred_end:
             raise ValueError("occurred_start must not be after occurred_end")
         return self

@@ -84,7 +84,7 @@ EXPORT_KINDS: tuple[tuple[str, str], ...] = (
 
 async def bank_profile(conn: asyncpg.Connection, bank_id: str) -> asyncpg.Record | None:
     return await conn.fetchrow(
-        "SELECT name, background, disposition, config, created_at, updated_at FROM banks WHERE id = $1",
+        "SELECT name, background, disposition, config, created_at, updated_at, id_lineage FROM banks WHERE id = $1",
         bank_id,
     )
 

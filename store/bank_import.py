@@ -31,14 +31,18 @@ IMPORT_KINDS: dict[str, str] = {
         ON CONFLICT DO NOTHING
     """,
     # Materialized messages stay materialized; pending ones are left for the sweeper to publish.
+    # In the export's order, so the journal keeps its order (a replay reads turns by it).
     "message": """
         INSERT INTO messages (id, bank_id, message_id, conversation_id, document_id, payload, received_at,
                               published_at, processed_at)
         SELECT r.id, $1, r.message_id, r.conversation_id, r.document_id, r.payload, r.received_at,
                r.processed_at, r.processed_at
-        FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, message_id text, conversation_id text,
-             document_id text, payload jsonb, received_at timestamptz, processed_at timestamptz)
+        FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, message_id text, conversation_id text,
+             document_id text, payload jsonb, received_at timestamptz, processed_at timestamptz))
+             WITH ORDINALITY AS r(id, message_id, conversation_id, document_id, payload, received_at,
+             processed_at, n)
         WHERE NOT EXISTS (SELECT 1 FROM forgotten_messages f WHERE f.bank_id = $1 AND f.message_id = r.message_id)
+        ORDER BY r.n
         ON CONFLICT DO NOTHING
     """,
     "document": """
@@ -129,11 +133,14 @@ IMPORT_KINDS: dict[str, str] = {
 
 
 async def create_bank_if_missing(conn: asyncpg.Connection, bank_id: str, profile: dict[str, Any]) -> bool:
-    """The exported profile for a bank that does not exist yet; an existing profile is kept."""
+    """The exported profile for a bank that does not exist yet; an existing profile is kept.
+
+    The id lineage is taken by a new bank, or by an existing one that holds nothing yet (made
+    empty before the import); a bank with messages or facts of its own keeps its own ids."""
     status = await conn.execute(
         """
-        INSERT INTO banks (id, name, background, disposition, config, created_at, updated_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING
+        INSERT INTO banks (id, name, background, disposition, config, created_at, updated_at, id_lineage)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
         """,
         bank_id,
         profile["name"],
@@ -142,8 +149,20 @@ async def create_bank_if_missing(conn: asyncpg.Connection, bank_id: str, profile
         profile["config"],
         profile["created_at"],
         profile["updated_at"],
+        profile["id_lineage"],
     )
-    return status.endswith(" 1")
+    if status.endswith(" 1"):
+        return True
+    await conn.execute(
+        """
+        UPDATE banks SET id_lineage = $2 WHERE id = $1 AND id_lineage = '{}'
+          AND NOT EXISTS (SELECT 1 FROM messages WHERE bank_id = $1)
+          AND NOT EXISTS (SELECT 1 FROM memory_units WHERE bank_id = $1)
+        """,
+        bank_id,
+        profile["id_lineage"],
+    )
+    return False
 
 
 async def write_batch(

@@ -17,6 +17,7 @@ __all__ = [
     "deleted_among",
     "ensure_banks",
     "get_bank",
+    "id_lineages",
     "list_banks",
     "put_bank",
     "record_tombstone",
@@ -195,3 +196,14 @@ async def used_since(conn: asyncpg.Connection, bank_id: str, moment: datetime) -
     return await conn.fetchval(
         "SELECT EXISTS (SELECT 1 FROM messages WHERE bank_id = $1 AND received_at > $2)", bank_id, moment
     )
+
+
+async def id_lineages(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_ids: Iterable[str]
+) -> dict[str, list[str]]:
+    """The banks with an import lineage among these (see migration 0008), each oldest first."""
+    rows = await conn.fetch(
+        "SELECT id, id_lineage FROM banks WHERE id = ANY($1::text[]) AND id_lineage <> '{}'",
+        sorted(set(bank_ids)),
+    )
+    return {r["id"]: list(r["id_lineage"]) for r in rows}

@@ -28,6 +28,7 @@ __all__ = [
     "known_messages",
     "message_tombstones",
     "remove_units",
+    "tombstone_facts",
 ]
 
 _MESSAGE_FACT_TYPES = ["world", "experience"]
@@ -115,13 +116,30 @@ async def forget_fact(
     )
     if not exists and not tombstoned:
         return None
+    await tombstone_facts(conn, bank_id, [unit_id], reason=reason)
+    return await remove_units(conn, bank_id, [unit_id])
+
+
+async def tombstone_facts(
+    conn: asyncpg.Connection, bank_id: str, unit_ids: Sequence[UUID], *, reason: str
+) -> None:
+    """Tombstone the facts and every near-duplicate folded into them (`metadata.merged_ids`):
+    a replay or redelivery re-extracts a folded statement under its own id, and with the fact
+    it was folded into gone, it would otherwise be stored on its own."""
     await conn.execute(
-        "INSERT INTO forgotten_facts (bank_id, unit_id, reason) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        """
+        INSERT INTO forgotten_facts (bank_id, unit_id, reason)
+        SELECT $1, f.id, $3 FROM unnest($2::uuid[]) AS f(id)
+        UNION
+        SELECT $1, m::uuid, $3
+        FROM memory_units u, jsonb_array_elements_text(coalesce(u.metadata->'merged_ids', '[]')) AS m
+        WHERE u.bank_id = $1 AND u.id = ANY($2::uuid[])
+        ON CONFLICT DO NOTHING
+        """,
         bank_id,
-        unit_id,
+        list(unit_ids),
         reason,
     )
-    return await remove_units(conn, bank_id, [unit_id])
 
 
 async def conversation_message_ids(conn: asyncpg.Connection, bank_id: str, conversation_id: str) -> list[str]:
@@ -167,12 +185,18 @@ async def forget_messages(
     from them; the other messages those facts or chunks held are reopened for a rebuild (the
     caller publishes `rebuild` after the commit; the sweeper does if that publish fails)."""
     forgotten = sorted(set(message_ids))
-    await conn.executemany(
+    # The journal position goes with the tombstone: a token issued for the message stays reachable.
+    await conn.execute(
         """
-        INSERT INTO forgotten_messages (bank_id, message_id, conversation_id, reason)
-        VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+        INSERT INTO forgotten_messages (bank_id, message_id, conversation_id, reason, seq)
+        SELECT $1, f.m, $3, $4, (SELECT max(j.seq) FROM messages j WHERE j.bank_id = $1 AND j.message_id = f.m)
+        FROM unnest($2::text[]) AS f(m)
+        ON CONFLICT DO NOTHING
         """,
-        [(bank_id, m, conversation_id, reason) for m in forgotten],
+        bank_id,
+        forgotten,
+        conversation_id,
+        reason,
     )
     facts = await conn.fetch(
         """

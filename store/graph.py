@@ -20,7 +20,7 @@ import asyncpg
 
 from tempr.store.recall import RecallFilters, compile_filters
 
-__all__ = ["EDGE_TYPES", "bank_graph_retriever", "frontier_neighbours", "passing_filters"]
+__all__ = ["EDGE_TYPES", "frontier_neighbours", "passing_filters"]
 
 EDGE_TYPES = ("semantic", "temporal", "entity", "causes", "caused_by")
 
@@ -100,8 +100,3 @@ async def passing_filters(
         *params,
     )
     return {r["id"] for r in rows}
-
-
-async def bank_graph_retriever(conn: asyncpg.Connection, bank_id: str) -> str | None:
-    """The bank's own choice of graph retriever (``config.graph_retriever``), if it made one."""
-    return await conn.fetchval("SELECT config->>'graph_retriever' FROM banks WHERE id = $1", bank_id)

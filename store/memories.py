@@ -165,19 +165,28 @@ async def merge_provenance(
     unit_id: UUID,
     source_message_ids: Sequence[str],
     evidence_ids: Sequence[UUID] = (),
+    *,
+    merged_id: UUID | None = None,
 ) -> None:
-    """A near-duplicate keeps one row; the existing fact gains the new sources (and evidence)."""
+    """A near-duplicate keeps one row; the existing fact gains the new sources (and evidence)
+    and names the folded fact's id in `metadata.merged_ids`: forgetting the fact tombstones
+    that id too, so the folded statement never comes back on its own."""
     await conn.execute(
         """
         UPDATE memory_units SET
             source_message_ids = ARRAY(SELECT DISTINCT unnest(source_message_ids || $2::text[])),
             evidence_ids = ARRAY(SELECT DISTINCT unnest(evidence_ids || $3::uuid[])),
+            metadata = CASE
+                WHEN $4::text IS NULL OR coalesce(metadata->'merged_ids', '[]') ? $4::text THEN metadata
+                ELSE jsonb_set(metadata, '{merged_ids}', coalesce(metadata->'merged_ids', '[]') || to_jsonb($4::text))
+            END,
             updated_at = now()
         WHERE id = $1
         """,
         unit_id,
         list(source_message_ids),
         list(evidence_ids),
+        None if merged_id is None else str(merged_id),
     )
 
 

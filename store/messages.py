@@ -216,7 +216,16 @@ async def pending_up_to(pool: asyncpg.Pool, bank_id: str, seq: int) -> bool:
 
 
 async def max_seq(pool: asyncpg.Pool | asyncpg.Connection, bank_id: str) -> int:
-    return await pool.fetchval("SELECT coalesce(max(seq), 0) FROM messages WHERE bank_id = $1", bank_id)
+    """The bank's journal head. A forgotten message keeps its place: a token issued for it
+    counts as reached (nothing is pending there any more) rather than waiting for a row that
+    is gone."""
+    return await pool.fetchval(
+        """
+        SELECT greatest((SELECT coalesce(max(seq), 0) FROM messages WHERE bank_id = $1),
+                        (SELECT coalesce(max(seq), 0) FROM forgotten_messages WHERE bank_id = $1))
+        """,
+        bank_id,
+    )
 
 
 async def bank_messages(

@@ -106,21 +106,23 @@ def _order_by_distance(exact: bool) -> str:
 @dataclass(frozen=True, slots=True)
 class BankShape:
     """How many facts a bank holds, its ubiquitous entities (ids, names and aliases), whether
-    it has a vector index of its own and keyword statistics."""
+    it has a vector index of its own and keyword statistics, and the graph retriever its
+    config names (unchecked)."""
 
     size: int
     entity_ids: tuple[UUID, ...]
     names: tuple[str, ...]
     indexed: bool = False
     keyword_stats: bool = False
+    graph_retriever: str | None = None
 
 
 async def bank_shape(
     conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, *, min_share: float, min_mentions: int
 ) -> BankShape:
     """The bank's size (from the counters), the entities in at least ``min_share`` of its facts
-    (and in at least ``min_mentions``), its index and statistics. One round trip: recall needs
-    them before it embeds the query."""
+    (and in at least ``min_mentions``), its index, statistics and graph retriever. One round
+    trip: recall needs them all before it embeds the query."""
     row = await conn.fetchrow(
         """
         WITH size AS (SELECT coalesce(sum(n), 0)::int AS n FROM bank_fact_counts WHERE bank_id = $1),
@@ -132,7 +134,8 @@ async def bank_shape(
                coalesce((SELECT array_agg(id) FROM ubiquitous), '{}') AS ids,
                coalesce((SELECT array_agg(name) FROM ubiquitous, unnest(names) AS name), '{}') AS names,
                EXISTS (SELECT 1 FROM bank_vector_indexes WHERE bank_id = $1) AS indexed,
-               EXISTS (SELECT 1 FROM bank_keyword_stats WHERE bank_id = $1) AS keyword_stats
+               EXISTS (SELECT 1 FROM bank_keyword_stats WHERE bank_id = $1) AS keyword_stats,
+               (SELECT config->>'graph_retriever' FROM banks WHERE id = $1) AS graph_retriever
         FROM size
         """,
         bank_id,
@@ -140,7 +143,12 @@ async def bank_shape(
         min_mentions,
     )
     return BankShape(
-        row["size"], tuple(row["ids"]), tuple(row["names"]), row["indexed"], row["keyword_stats"]
+        row["size"],
+        tuple(row["ids"]),
+        tuple(row["names"]),
+        row["indexed"],
+        row["keyword_stats"],
+        row["graph_retriever"],
     )
 
 
@@ -164,13 +172,16 @@ async def event_date(
         ORDER BY {_order_by_distance(exact)}
         LIMIT 1
     """
+    if exact:
+        return await conn.fetchrow(sql, bank_id, _vec(embedding), min_similarity)
     async with conn.transaction():
-        if not exact:
-            await _set_ef_search(conn, ef_search)
+        await _set_ef_search(conn, ef_search)
         return await conn.fetchrow(sql, bank_id, _vec(embedding), min_similarity)
 
 
 async def _set_ef_search(conn: asyncpg.Connection, ef_search: int) -> None:
+    # Local to the caller's transaction: only the index path opens one (an exact scan is one
+    # round trip, not BEGIN, the query and COMMIT).
     await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef_search))
 
 
@@ -205,10 +216,12 @@ async def semantic_search(
         WHERE score >= $4 OR n <= $5
         ORDER BY score DESC, id
     """
+    args = (bank_id, _vec(embedding), limit, min_similarity, min_results, *params)
+    if exact:
+        return await conn.fetch(sql, *args)
     async with conn.transaction():
-        if not exact:
-            await _set_ef_search(conn, ef_search)
-        return await conn.fetch(sql, bank_id, _vec(embedding), limit, min_similarity, min_results, *params)
+        await _set_ef_search(conn, ef_search)
+        return await conn.fetch(sql, *args)
 
 
 async def keyword_search(
@@ -442,9 +455,10 @@ async def graph_expand(
         include_seeds,
         *params,
     ]
+    if exact:
+        return await conn.fetch(sql, *args)
     async with conn.transaction():
-        if not exact:
-            await _set_ef_search(conn, ef_search)
+        await _set_ef_search(conn, ef_search)
         return await conn.fetch(sql, *args)
 
 
@@ -497,29 +511,26 @@ async def temporal_search(
 
 
 async def fetch_units(
-    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID], embedding: np.ndarray | None = None
+    conn: asyncpg.Connection,
+    bank_id: str,
+    ids: Sequence[UUID],
+    embedding: np.ndarray | None = None,
+    *,
+    with_embeddings: bool = False,
 ) -> list[asyncpg.Record]:
     """The facts' rows, each with ``cosine``: its similarity to ``embedding`` (None without
-    one, or for a fact without an embedding)."""
+    one, or for a fact without an embedding), and with ``with_embeddings`` its own
+    ``embedding`` (recall's diversity step needs the head's: fetched here, it costs no
+    second round trip)."""
+    vectors = ", embedding" if with_embeddings else ""
     return await conn.fetch(
-        f"""SELECT {_HIT_UNITS}, CASE WHEN $3::vector IS NULL THEN NULL
+        f"""SELECT {_HIT_UNITS}{vectors}, CASE WHEN $3::vector IS NULL THEN NULL
                                       ELSE 1 - (embedding <=> $3::vector) END AS cosine
             FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])""",
         bank_id,
         list(ids),
         None if embedding is None else _vec(embedding),
     )
-
-
-async def unit_embeddings(
-    conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]
-) -> dict[UUID, np.ndarray]:
-    rows = await conn.fetch(
-        "SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND embedding IS NOT NULL",
-        bank_id,
-        list(ids),
-    )
-    return {r["id"]: r["embedding"].to_numpy() for r in rows}
 
 
 async def unit_entity_names(

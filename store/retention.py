@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from tempr.store.forget import Forgotten, remove_units
+from tempr.store.forget import Forgotten, remove_units, tombstone_facts
 
 __all__ = ["RETENTION_LOCK", "banks_with_retention", "expire_facts", "expire_messages"]
 
@@ -37,7 +37,7 @@ async def expire_messages(
     journal rows and the chunks holding them go, tombstones stay; the facts made from them stay."""
     expired = await conn.fetch(
         """
-        SELECT message_id, conversation_id FROM messages
+        SELECT message_id, conversation_id, seq FROM messages
         WHERE bank_id = $1 AND received_at < now() - make_interval(days => $2)
           AND (processed_at IS NOT NULL OR parked_at IS NOT NULL)
         ORDER BY seq LIMIT $3
@@ -52,10 +52,10 @@ async def expire_messages(
     ids = [r["message_id"] for r in expired]
     await conn.executemany(
         """
-        INSERT INTO forgotten_messages (bank_id, message_id, conversation_id, reason)
-        VALUES ($1, $2, $3, 'retention') ON CONFLICT DO NOTHING
+        INSERT INTO forgotten_messages (bank_id, message_id, conversation_id, reason, seq)
+        VALUES ($1, $2, $3, 'retention', $4) ON CONFLICT DO NOTHING
         """,
-        [(bank_id, r["message_id"], r["conversation_id"]) for r in expired],
+        [(bank_id, r["message_id"], r["conversation_id"], r["seq"]) for r in expired],
     )
     out.chunks = _count(
         await conn.execute(
@@ -85,14 +85,7 @@ async def expire_facts(conn: asyncpg.Connection, bank_id: str, days: int, *, lim
             limit,
         )
     ]
-    await conn.execute(
-        """
-        INSERT INTO forgotten_facts (bank_id, unit_id, reason)
-        SELECT $1, unnest($2::uuid[]), 'retention' ON CONFLICT DO NOTHING
-        """,
-        bank_id,
-        ids,
-    )
+    await tombstone_facts(conn, bank_id, ids, reason="retention")
     return await remove_units(conn, bank_id, ids)
 
 

@@ -16,6 +16,7 @@ import asyncpg
 import faust
 
 from tempr.store import bank_locks, retention
+from tempr.store.audit import record_audit
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Topics
 
@@ -64,6 +65,15 @@ async def _drain(pool: asyncpg.Pool, bank_id: str, days: int, batch: int, *, fac
             else:
                 done = await retention.expire_messages(conn, bank_id, days, limit=batch)
                 count = done.messages
+            if count:  # forgotten without a request: the audit row says by whom
+                await record_audit(
+                    conn,
+                    actor="retention",
+                    action=f"RETENTION {'facts' if facts else 'messages'}",
+                    bank_id=bank_id,
+                    status=None,
+                    detail={"forgotten": count, "older_than_days": days},
+                )
         total += count
         if count < batch:
             return total

@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_batch_size: int = 64
+    embedding_runtime: Literal["onnx", "torch"] = Field(
+        default="onnx",
+        description="local embedding model: ONNX Runtime (same vectors, faster; torch when it "
+        "cannot export the model) or torch",
+    )
     # Reranking: a CrossEncoder name or path, or, with reranker_base_url, the model a
     # TEI/Cohere-style /rerank endpoint serves; none means scores spread from the fused rank.
     reranker_model: str | None = None

@@ -9,12 +9,17 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
 
 from tempr.errors import NotFound
+from tempr.recall_api.console.forms import describe, text_or_none
 from tempr.recall_api.console.render import PAGE, flash, render, render_bank_list
 from tempr.recall_api.console.session import check_csrf
-from tempr.recall_api.deps import BankIdPath, DocumentIdPath, PoolDep
+from tempr.recall_api.deps import BankIdPath, DocumentIdPath, PoolDep, PublisherDep
+from tempr.recall_api.routes import corrections as correction_routes
 from tempr.recall_api.routes import documents as document_routes
+from tempr.recall_api.routes import forget as forget_routes
+from tempr.schemas.lifecycle import MemoryPatch
 from tempr.store import browse, documents
 from tempr.store.neighbourhood import neighbourhood
 from tempr.store.recall import RecallFilters, fetch_chunks, fetch_units
@@ -121,6 +126,43 @@ async def fact(request: Request, bank_id: BankIdPath, unit_id: UUID, pool: PoolD
     }
     template = "_fact.html" if request.headers.get("hx-request") else "fact.html"
     return render(request, template, **values)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@router.post("/memories/{unit_id}/forget", dependencies=[Depends(check_csrf)], response_class=HTMLResponse)
+async def forget_fact(
+    request: Request, bank_id: BankIdPath, unit_id: UUID, publisher: PublisherDep
+) -> HTMLResponse:
+    """As `DELETE /v1/banks/{b}/memories/{id}`: tombstoned, so no replay brings it back."""
+    out = await forget_routes.forget_memory(bank_id, unit_id, publisher)
+    return flash(
+        request,
+        200,
+        f"Fact forgotten, with {_plural(out.observations_removed, 'observation')} resting on it; "
+        f"{_plural(out.opinions_updated, 'opinion')} no longer cite it.",
+    )
+
+
+@router.post("/memories/{unit_id}/correct", dependencies=[Depends(check_csrf)], response_class=HTMLResponse)
+async def correct_fact(
+    request: Request, bank_id: BankIdPath, unit_id: UUID, publisher: PublisherDep
+) -> HTMLResponse:
+    """As `PATCH /v1/banks/{b}/memories/{id}` with a new text: applied through the pipeline."""
+    form = await request.form()
+    try:
+        text = text_or_none(form, "text")
+        patch = MemoryPatch.model_validate(
+            {**({"text": text} if text else {}), "reason": form.get("reason") or ""}
+        )
+    except ValidationError as exc:
+        return flash(request, 422, describe(exc))
+    await correction_routes.correct_memory(bank_id, unit_id, patch, publisher)
+    return flash(
+        request, 202, "Correction accepted: the fact shows the new text once the pipeline has applied it."
+    )
 
 
 @router.get("/documents", response_class=HTMLResponse)

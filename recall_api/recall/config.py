@@ -67,6 +67,11 @@ class RecallConfig(BaseModel):
     arm_boosts: dict[Arm, _Divisor] = Field(default_factory=dict)
 
     recency_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
+    # What recency dates a memory by. "known": the latest of when it happened and when it was
+    # said, so "I moved to Porto in 2022", said today, is as fresh as "I work at a bakery",
+    # said in the same breath; "happened" dates it by the event alone (falling back to when it
+    # was said), which ranks every dated fact below an undated one told at the same moment.
+    recency_from: Literal["known", "happened"] = "known"
     # The recency signal falls linearly from 1.0 (dated now) to the floor over the horizon.
     recency_horizon_days: float = Field(default=365.0, gt=0.0, allow_inf_nan=False)
     recency_floor: float = Field(default=0.1, ge=0.0, le=1.0)

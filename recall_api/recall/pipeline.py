@@ -137,8 +137,13 @@ def _span_middle(row: asyncpg.Record) -> datetime | None:
 def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> None:
     win = ctx.window
     for s in items:
+        when = (
+            scoring.last_known(s.row["occurred_start"], s.row["occurred_end"], s.row["mentioned_at"])
+            if cfg.recency_from == "known"
+            else s.when
+        )
         s.recency = scoring.recency_signal(
-            s.when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor
+            when, now, horizon_days=cfg.recency_horizon_days, floor=cfg.recency_floor
         )
         s.temporal = (
             scoring.temporal_proximity_signal(_span_middle(s.row), win.start, win.end)
@@ -153,16 +158,17 @@ def _apply_boosts(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: Ar
         s.final = scoring.final_score(s.rerank, s.recency, s.temporal, s.proof, cfg) * s.arm_factor
 
 
-async def _diversify(
-    conn: asyncpg.Connection, bank_id: str, ranked: list[Scored], cfg: RecallConfig
-) -> list[Scored]:
+def _uses_mmr(cfg: RecallConfig) -> bool:
+    return cfg.mmr_weight < 1.0
+
+
+def _diversify(ranked: list[Scored], cfg: RecallConfig) -> list[Scored]:
     """MMR over the head (near-identical facts stop crowding it), then facts that only repeat
     sources already shown move behind the rest."""
-    if cfg.mmr_weight < 1.0 and len(ranked) > 2:
+    if _uses_mmr(cfg) and len(ranked) > 2:
         head = ranked[: cfg.mmr_top]
-        vectors = await sql.unit_embeddings(conn, bank_id, [s.cand.unit_id for s in head])
-        if len(vectors) == len(head):  # every fact has an embedding (they all should)
-            stacked = np.stack([vectors[s.cand.unit_id] for s in head])
+        if all(s.row["embedding"] is not None for s in head):  # they all should have one
+            stacked = np.stack([s.row["embedding"].to_numpy() for s in head])
             ranked = [head[i] for i in mmr_order([s.final for s in head], stacked, cfg.mmr_weight)] + ranked[
                 cfg.mmr_top :
             ]
@@ -196,15 +202,18 @@ class _Query:
 
 
 async def _understand(
-    pool: asyncpg.Pool, embedder: Embedder, bank_id: str, req: RecallRequest, cfg: RecallConfig, now: datetime
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    shape: sql.BankShape,
+    bank_id: str,
+    req: RecallRequest,
+    cfg: RecallConfig,
+    now: datetime,
 ) -> _Query:
     """Time window, ubiquitous names, and the query vector (blended when names were taken out)."""
     window = query_window(req.query, now)
     anchor = event_anchor(req.query) if window is None else None
     needs_vector = anchor is not None or any(spec.needs_vector for spec in enabled_specs(cfg))
-    shape = await sql.bank_shape(
-        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
-    )
     stripped = strip_names(req.query, shape.names) if shape.names else req.query  # once, for both uses
     blending = needs_vector and cfg.query_as_asked_weight < 1.0
     without = worth_embedding(req.query, stripped) if blending and shape.names else None
@@ -246,10 +255,15 @@ async def _retrieve(
 
 
 async def _hydrate(
-    pool: asyncpg.Pool, bank_id: str, survivors: list[fusion.Candidate], vector: np.ndarray | None
+    pool: asyncpg.Pool,
+    bank_id: str,
+    survivors: list[fusion.Candidate],
+    vector: np.ndarray | None,
+    cfg: RecallConfig,
 ) -> list[Scored]:
+    ids = [c.unit_id for c in survivors]
     async with pool.acquire() as conn:
-        fetched = await sql.fetch_units(conn, bank_id, [c.unit_id for c in survivors], vector)
+        fetched = await sql.fetch_units(conn, bank_id, ids, vector, with_embeddings=_uses_mmr(cfg))
     rows = {r["id"]: r for r in fetched}
     return [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
 
@@ -278,14 +292,11 @@ async def _rerank(
     return method
 
 
-async def _order(
-    pool: asyncpg.Pool, bank_id: str, items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext
-) -> list[Scored]:
+def _order(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> list[Scored]:
     """Boosts, then diversity: the final ranking."""
     _apply_boosts(items, cfg, now, ctx)
     ranked = sorted(items, key=lambda s: -s.final)  # stable: ties keep RRF order
-    async with pool.acquire() as conn:
-        return await _diversify(conn, bank_id, ranked, cfg)
+    return _diversify(ranked, cfg)
 
 
 def _pack(considered: list[Scored], max_tokens: int, cfg: RecallConfig) -> tuple[list[Scored], int]:
@@ -310,14 +321,18 @@ async def run_recall(
     max_consistency_wait_s: float,
 ) -> RecallResponse:
     cfg = resolve_preset(req.preset)
-    cfg = with_graph_choice(cfg, await graph_choice(pool, bank_id, req.graph_retriever), req.preset)
     lap = _Laps()
     if req.after is not None:
         await wait_for_consistency(pool, bank_id, req.after, timeout_s=max_consistency_wait_s)
         lap("consistency_wait")
 
     now = req.query_timestamp or datetime.now(UTC)
-    query = await _understand(pool, embedder, bank_id, req, cfg, now)
+    # The ubiquity thresholds are the preset's: a graph retriever choice does not move them.
+    shape = await sql.bank_shape(
+        pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
+    )
+    cfg = with_graph_choice(cfg, graph_choice(req.graph_retriever, shape.graph_retriever), req.preset)
+    query = await _understand(pool, embedder, shape, bank_id, req, cfg, now)
     lap("embed")
     ctx, results = await _retrieve(pool, bank_id, req, cfg, query)
     lap("arms")
@@ -325,11 +340,11 @@ async def run_recall(
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
-    items = await _hydrate(pool, bank_id, survivors, query.vector)
+    items = await _hydrate(pool, bank_id, survivors, query.vector, cfg)
     lap("hydrate")
     rerank_method = await _rerank(reranker, req.query, items, cfg, results)
     lap("rerank")
-    ranked = await _order(pool, bank_id, items, cfg, now, ctx)
+    ranked = _order(items, cfg, now, ctx)
     considered = ranked[: ctx.limit * cfg.packing_pool_factor]
     lap("boosts")
     packed, tokens = _pack(considered, req.max_tokens, cfg)

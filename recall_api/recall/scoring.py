@@ -12,6 +12,7 @@ __all__ = [
     "NEUTRAL_SIGNAL",
     "boost",
     "final_score",
+    "last_known",
     "proof_signal",
     "recency_signal",
     "sigmoid",
@@ -100,6 +101,13 @@ def _as_utc(moment: datetime) -> datetime:
 
 def _days_between(earlier: datetime, later: datetime) -> float:
     return (_as_utc(later) - _as_utc(earlier)).total_seconds() / _SECONDS_PER_DAY
+
+
+def last_known(*moments: datetime | None) -> datetime | None:
+    """The latest of a memory's dates (when it happened, ended, was said): when the bank last
+    learned something of it. None when it has none."""
+    dated = [_as_utc(m) for m in moments if m is not None]
+    return max(dated) if dated else None
 
 
 def recency_signal(when: datetime | None, now: datetime, *, horizon_days: float, floor: float) -> float:

@@ -55,8 +55,13 @@ def settled(api: httpx.Client, bank: str, *, timeout: float = 120) -> None:
 
 
 def facts(api: httpx.Client, bank: str) -> dict[str, dict[str, Any]]:
-    items = api.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
-    return {f["id"]: f for f in items}
+    found: dict[str, dict[str, Any]] = {}
+    while True:  # every page: a whole LoCoMo conversation holds more facts than one page
+        params = {"limit": 1000, "offset": len(found)}
+        items = api.get(f"/v1/banks/{bank}/memories", params=params).json()["items"]
+        found.update((f["id"], f) for f in items)
+        if len(items) < 1000:
+            return found
 
 
 def shape(found: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str, list[str]]]:

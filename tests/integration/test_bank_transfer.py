@@ -3,12 +3,14 @@
 
 The bank is the first four sessions of LoCoMo conv-26 (76 turns): the whole conversation
 (419 turns) takes minutes to ingest on the CI's two cores and adds no path this one misses.
+`TRANSFER_SESSIONS=all` runs it on the whole conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ from tests.integration.test_bank_replay import facts, retain, settled
 
 pytestmark = pytest.mark.integration
 
-SESSIONS = 4
+SESSIONS = (
+    None if os.environ.get("TRANSFER_SESSIONS") == "all" else int(os.environ.get("TRANSFER_SESSIONS", "4"))
+)
 QUERIES = [
     "When did Caroline go to the LGBTQ support group?",
     "What did Melanie paint?",
@@ -35,7 +39,8 @@ QUERIES = [
 # Every table of a bank the export carries, and the columns that say what the bank knows:
 # journal bookkeeping of the broker (seq, publish counts, attempts) belongs to each cluster.
 TABLES = {
-    "banks": "SELECT id, name, background, disposition, config, created_at, updated_at FROM banks WHERE id = $1",
+    "banks": "SELECT id, name, background, disposition, config, created_at, updated_at, id_lineage"
+    " FROM banks WHERE id = $1",
     "messages": "SELECT id, message_id, conversation_id, document_id, payload, received_at, processed_at"
     " FROM messages WHERE bank_id = $1",
     "documents": "SELECT id, content_hash, metadata, created_at, updated_at FROM documents WHERE bank_id = $1",
@@ -51,7 +56,8 @@ TABLES = {
     "fact_corrections": "SELECT id, unit_id, text, occurred_start, occurred_end, tags, reason, created_at, applied_at"
     " FROM fact_corrections WHERE bank_id = $1",
     "fact_history": "SELECT * FROM fact_history WHERE bank_id = $1",
-    "forgotten_messages": "SELECT * FROM forgotten_messages WHERE bank_id = $1",
+    "forgotten_messages": "SELECT bank_id, message_id, conversation_id, forgotten_at, reason"
+    " FROM forgotten_messages WHERE bank_id = $1",
     "forgotten_facts": "SELECT * FROM forgotten_facts WHERE bank_id = $1",
 }
 

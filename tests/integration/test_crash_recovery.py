@@ -193,6 +193,8 @@ def test_worker_killed_mid_stream_loses_and_doubles_nothing(quiet_sweeper_stack:
 def _tempr_up(data_dir: Path, port: int, broker_port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
     env.update(TEMPR_REDELIVER_AFTER_S="3600", TEMPR_TOPIC_PARTITIONS="4", TEMPR_CHUNK_IDLE_S="0.5")
+    # Two API processes, as on a 4-core host: both must die with the supervisor and come back.
+    env.update(TEMPR_API_WORKERS="2")
     env.update(broker_env())  # under --broker kafka: its own Kafka, killed with it
     return subprocess.Popen(
         [
@@ -224,7 +226,7 @@ def test_whole_runtime_killed_and_restarted_loses_and_doubles_nothing(tmp_path: 
     port, broker_port = free_port(), free_port()
     up = _tempr_up(tmp_path, port, broker_port)
     try:
-        wait_until(lambda: _healthy(port), timeout=180)
+        wait_until(lambda: _healthy(port), timeout=300)
         bank = "crash-runtime"
         texts = _sentences(2000, seed=11)
         accepted = _retain_all(f"http://127.0.0.1:{port}", bank, texts)
@@ -239,6 +241,8 @@ def test_whole_runtime_killed_and_restarted_loses_and_doubles_nothing(tmp_path: 
         wait_until(progressing, timeout=120)
         children = [c for c in psutil.Process(up.pid).children() if "tempr.cli" in " ".join(c.cmdline())]
         assert {c.cmdline()[-1] for c in children} >= {"worker", "api"}
+        # The API's own worker processes too (Postgres alone is meant to outlive the kill).
+        children += [d for c in children for d in c.children(recursive=True) if "postgres" not in d.name()]
         up.send_signal(signal.SIGKILL)  # no cleanup at all: children die with it, Postgres stays
         up.wait(10)
         wait_until(lambda: not _healthy(port), timeout=30)
@@ -252,8 +256,8 @@ def test_whole_runtime_killed_and_restarted_loses_and_doubles_nothing(tmp_path: 
         assert pending > 0, "the kill came too late to test anything"
 
         up = _tempr_up(tmp_path, port, broker_port)
-        wait_until(lambda: _healthy(port), timeout=180)
-        _assert_exactly_once(url, bank, accepted)
+        wait_until(lambda: _healthy(port), timeout=300)
+        _assert_exactly_once(url, bank, accepted, timeout=420)
     finally:
         if up.poll() is None:
             up.send_signal(signal.SIGTERM)

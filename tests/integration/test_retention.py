@@ -75,6 +75,11 @@ def test_the_sweeper_forgets_what_a_bank_keeps_no_longer(
     r = api.post(f"/v1/banks/{bank}/memories", json={"items": [items[0]]})
     assert r.status_code == 409 and "hike-0" in r.json()["detail"]
     assert sweep(dsn)["messages"].get(bank, 0) == 0, "a second sweep finds nothing"
+    audited = api.get("/v1/audit", params={"bank_id": bank}).json()["items"]
+    by_action: dict[str, int] = {}
+    for row in (r for r in audited if r["actor"] == "retention"):
+        by_action[row["action"]] = by_action.get(row["action"], 0) + row["detail"]["forgotten"]
+    assert by_action == {"RETENTION messages": 2, "RETENTION facts": len(old_facts)}
 
     # A replay rebuilds from what the journal still holds: the expired turns and facts stay away.
     assert api.post(f"/v1/banks/{bank}/replay").status_code == 202

@@ -213,3 +213,26 @@ async def test_stats_counters_follow_inserts_upserts_and_deletes(db: asyncpg.Poo
 async def test_an_unknown_bank_has_no_shape(db: asyncpg.Pool) -> None:
     shape = await sql.bank_shape(db, f"nobody-{uuid.uuid4().hex[:8]}", min_share=0.25, min_mentions=3)
     assert (shape.size, shape.indexed, shape.keyword_stats) == (0, False, False)
+
+
+async def test_hydrated_rows_carry_their_embeddings_only_when_asked_and_the_bank_s_graph_choice(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    units = _facts(6)
+    ids = await insert_units(db, bank, units)
+    await db.execute(
+        'INSERT INTO banks (id, config) VALUES ($1, \'{"graph_retriever": "bfs"}\') '
+        "ON CONFLICT (id) DO UPDATE SET config = excluded.config",
+        bank,
+    )
+    vector = embed(["Who bakes bread?"])[0]
+    async with db.acquire() as conn:
+        plain = await sql.fetch_units(conn, bank, ids, vector)
+        with_vectors = await sql.fetch_units(conn, bank, ids, vector, with_embeddings=True)
+    assert "embedding" not in plain[0].keys()  # noqa: SIM118 (a Record's `in` looks at values)
+    stored = dict(zip(ids, embed([u.text for u in units]), strict=True))
+    for row in with_vectors:
+        assert np.allclose(row["embedding"].to_numpy(), stored[row["id"]], atol=1e-6)
+        assert row["cosine"] == pytest.approx(float(stored[row["id"]] @ vector), abs=1e-5)
+    shape = await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)
+    assert (shape.size, shape.graph_retriever) == (6, "bfs")

@@ -143,3 +143,12 @@ def test_a_graph_retriever_choice_switches_the_arm_on_in_the_default_preset_only
         1e-6,
         20,
     )
+
+
+def test_the_request_s_graph_retriever_wins_over_the_bank_s_and_an_unknown_stored_one_is_ignored() -> None:
+    from tempr.recall_api.recall.arms.graph import graph_choice
+
+    assert graph_choice("bfs", "mpfp") == "bfs"
+    assert graph_choice(None, "mpfp") == "mpfp"
+    assert graph_choice(None, "pagerank") is None  # a bank config written before a rename
+    assert graph_choice(None, None) is None

@@ -10,7 +10,6 @@ import asyncpg
 from tempr.recall_api.recall.arms.base import ArmContext, ArmHit, ArmResult, recall_arm
 from tempr.recall_api.recall.config import GRAPH_RETRIEVERS, GraphRetrieverName, RecallConfig
 from tempr.recall_api.recall.graph_mpfp import MpfpRetriever
-from tempr.store import graph as graph_sql
 from tempr.store import recall as sql
 
 __all__ = [
@@ -75,14 +74,10 @@ async def graph_arm(pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult:
     return await RETRIEVERS[ctx.cfg.graph_retriever].retrieve(pool, ctx)
 
 
-async def graph_choice(
-    pool: asyncpg.Pool, bank_id: str, requested: GraphRetrieverName | None
-) -> GraphRetrieverName | None:
+def graph_choice(requested: GraphRetrieverName | None, stored: str | None) -> GraphRetrieverName | None:
     """The graph retriever the request names, else the one the bank's config names, if any."""
     if requested is not None:
         return requested
-    async with pool.acquire() as conn:
-        stored = await graph_sql.bank_graph_retriever(conn, bank_id)
     return stored if stored in GRAPH_RETRIEVERS else None  # type: ignore[return-value]
 
 

@@ -1,0 +1,54 @@
+"""The packaged model's encoder in ONNX Runtime gives torch's vectors, and its graph is
+exported once then read from the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tempr.inference.embeddings import LocalEmbedder
+from tempr.settings import PACKAGED_EMBEDDING_MODEL
+
+TEXTS = [
+    "When did Caroline go to the LGBTQ support group?",
+    "When did go to the support group?",
+    "[8 May 2023] Melanie: I ran a charity race for mental health last Saturday, it was rewarding. " * 20,
+    "ok",
+    "  spaces around  ",
+]
+
+
+@pytest.fixture(scope="module")
+def runtimes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LocalEmbedder]:
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        onnx = LocalEmbedder(PACKAGED_EMBEDDING_MODEL, runtime="onnx")
+        graphs = list((cache / "tempr" / "onnx").glob("*.onnx"))
+        again = LocalEmbedder(PACKAGED_EMBEDDING_MODEL, runtime="onnx")
+    torch = LocalEmbedder(PACKAGED_EMBEDDING_MODEL, runtime="torch")
+    return {"onnx": onnx, "again": again, "torch": torch, "graphs": graphs}  # type: ignore[dict-item]
+
+
+def test_onnx_vectors_equal_torch_vectors_one_by_one_and_batched(runtimes: dict[str, LocalEmbedder]) -> None:
+    assert runtimes["onnx"].runtime == "onnx" and runtimes["torch"].runtime == "torch"
+    expected = runtimes["torch"].encode(TEXTS)
+    batched = runtimes["onnx"].encode(TEXTS)  # padded to the longest (truncated at 256 tokens)
+    alone = np.concatenate([runtimes["onnx"].encode([t]) for t in TEXTS])
+    assert batched.dtype == np.float32 and batched.shape == expected.shape
+    assert np.abs(batched - expected).max() < 1e-5
+    assert np.abs(alone - expected).max() < 1e-5
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_graph_is_exported_once_and_reused(runtimes: dict[str, LocalEmbedder]) -> None:
+    graphs: list[Path] = runtimes["graphs"]  # type: ignore[assignment]
+    assert len(graphs) == 1 and graphs[0].stat().st_size > 10_000_000
+    assert runtimes["again"].runtime == "onnx"
+    assert list(graphs[0].parent.iterdir()) == graphs  # no second export, no partial file left
+
+
+def test_an_empty_batch_is_an_empty_matrix(runtimes: dict[str, LocalEmbedder]) -> None:
+    assert runtimes["onnx"].encode([]).shape == (0, runtimes["onnx"].dimension)
