@@ -1,4 +1,4 @@
-"""In-flight markers on journal rows: the poison counter's evidence (migration 0008).
+"""In-flight markers on journal rows: the poison counter's evidence (migration 0009).
 
 A stage marks the rows a record covers when it starts the record and clears them when it is
 done; a marker of another worker incarnation found at the start is what a crash left behind.
