@@ -269,7 +269,7 @@ async def _measure(
     questions = _questions(args.queries + 3, args.seed)
     rng = np.random.default_rng(args.seed)
     rows: dict[str, Any] = {}
-    for size in measured:
+    for size in (n for n in measured if not args.only or n in args.only):
         bank = f"scale-{size}"
         shape = await sql.bank_shape(pool, bank, min_share=0.25, min_mentions=3)
         qvec = embedder.encode(questions[: args.queries])
@@ -412,6 +412,9 @@ def main(argv: list[str] | None = None) -> None:
         help="on, off or off,on: start the keyword arm during the embedding (on) or after it (off), alternated",
     )
     parser.add_argument(
+        "--only", default="", help="measure only these bank sizes (comma-separated; the build is the same)"
+    )
+    parser.add_argument(
         "--keyword-caps",
         default="4000",
         help="candidate caps to measure the bounded keyword arm at (the first is the main table's)",
@@ -420,6 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     args.runtimes = args.runtimes.split(",")
     args.early_arms = [x == "on" for x in args.early_arms.split(",")]
     args.keyword_caps = [int(x) for x in args.keyword_caps.split(",")]
+    args.only = [int(x) for x in args.only.split(",") if x]
     args.now = datetime(2024, 1, 1, tzinfo=UTC)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="tempr-scale-"))
     data_dir.mkdir(parents=True, exist_ok=True)
