@@ -224,7 +224,7 @@ def embedder_from_settings(settings: Settings, model: str | None = None) -> Embe
     """The embedder the settings name (`model` overrides `TEMPR_EMBEDDING_MODEL`). Blocking:
     loads a model or probes the endpoint, so async callers run it in a thread."""
     key = settings.embedding_api_key
-    return get_embedder(
+    embedder = get_embedder(
         model or settings.embedding_model,
         settings.embedding_batch_size,
         base_url=settings.embedding_base_url,
@@ -233,3 +233,6 @@ def embedder_from_settings(settings: Settings, model: str | None = None) -> Embe
         timeout_s=settings.model_timeout_s,
         runtime=settings.embedding_runtime,
     )
+    if isinstance(embedder, LocalEmbedder):
+        embedder.coalesce = settings.embedding_coalesce
+    return embedder
