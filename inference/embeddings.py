@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import weakref
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -99,12 +98,10 @@ class LocalEmbedder:
         if runtime == "onnx" and device == "cpu":
             self._onnx = onnx_encoder_for(self._model, threads=torch.get_num_threads())
         self.runtime = "onnx" if self._onnx else "torch"
-        # Concurrent aencode calls share ONNX passes (inference/coalesce.py), one coalescer per
-        # event loop; False encodes each call alone (benchmarks compare the two).
+        # Concurrent aencode calls share ONNX passes (inference/coalesce.py); False encodes each
+        # call alone (benchmarks compare the two).
         self.coalesce = True
-        self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Coalescer] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._coalescer = Coalescer(self.encode, batch_size)
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
@@ -133,11 +130,7 @@ class LocalEmbedder:
     async def aencode(self, texts: Sequence[str]) -> np.ndarray:
         if self._onnx is None or not self.coalesce:  # torch's rows depend a little on their batch
             return await asyncio.to_thread(self.encode, texts)
-        loop = asyncio.get_running_loop()
-        coalescer = self._coalescers.get(loop)
-        if coalescer is None:
-            coalescer = self._coalescers[loop] = Coalescer(self.encode, self._batch_size)
-        return await coalescer.encode(texts)
+        return await self._coalescer.encode(texts)
 
 
 class RemoteEmbedder:
