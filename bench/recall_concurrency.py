@@ -5,13 +5,12 @@ load moves more between two runs than the change being measured. Here one proces
 and one bank (conv-26-size, as there) serve --clients concurrent recall loops (the API's
 pipeline without HTTP) in alternating phases of --seconds. --compare runtime (stop 14):
 "before" embeds with torch and lets the garbage collector walk every object; "after" embeds
-with ONNX Runtime and has the start-up objects frozen (recall_api/main.py). --compare batching
-(stop 15, the default): both ONNX and frozen; "before" embeds each query alone and starts the
-arms after it, "after" shares passes between concurrent queries (inference/coalesce.py) and
-runs the keyword arm during the embedding. Phases alternate --rounds times; the medians
+with ONNX Runtime and has the start-up objects frozen (recall_api/main.py). --compare arms
+(stop 15, the default): both ONNX and frozen; "before" starts every arm after the query
+embedding, "after" runs the keyword arm during it. Phases alternate --rounds times; the medians
 of the phases' req/s and latency percentiles are reported.
 
-    python -m bench.recall_concurrency [--compare batching|runtime] [--clients 16] [--seconds 10]
+    python -m bench.recall_concurrency [--compare arms|runtime] [--clients 16] [--seconds 10]
                                        [--rounds 3] [--json PATH]
 """
 
@@ -31,7 +30,7 @@ from typing import Any
 from bench.common import console, percentile, print_table, write_json
 from bench.locomo_data import DATA_DIR, load_sample
 from bench.recall_throughput import BANK, _load
-from tempr.inference.embeddings import Embedder, LocalEmbedder, get_embedder
+from tempr.inference.embeddings import Embedder, get_embedder
 from tempr.inference.tokens import get_encoding
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.recall import RecallRequest
@@ -78,14 +77,14 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         pool = await create_pool(dsn, max_size=10)  # the API's pool size
         try:
             onnx = get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="onnx")
-            # name -> (embedder, gc frozen, query embeddings coalesced, keyword arm started early)
-            variants: dict[str, tuple[Embedder, bool, bool, bool]] = (
+            # name -> (embedder, gc frozen, keyword arm started during the embedding)
+            variants: dict[str, tuple[Embedder, bool, bool]] = (
                 {
-                    "before": (get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="torch"), False, False, False),
-                    "after": (onnx, True, False, False),
+                    "before": (get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="torch"), False, False),
+                    "after": (onnx, True, False),
                 }
                 if args.compare == "runtime"
-                else {"before": (onnx, True, False, False), "after": (onnx, True, True, True)}
+                else {"before": (onnx, True, False), "after": (onnx, True, True)}
             )
             get_encoding()
             questions = [q.question for q in load_sample(DATA_DIR / "conv-26.json").questions]
@@ -93,12 +92,10 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                 await _phase(pool, embedder, questions, 2, 2.0)
             phases: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
             for r in range(args.rounds):
-                for name, (embedder, frozen, coalesce, early) in variants.items():
+                for name, (embedder, frozen, early) in variants.items():
                     gc.collect()
                     if frozen:
                         gc.freeze()
-                    if isinstance(embedder, LocalEmbedder):
-                        embedder.coalesce = coalesce
                     phases[name].append(
                         await _phase(pool, embedder, questions, args.clients, args.seconds, early)
                     )
@@ -126,11 +123,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--compare",
-        choices=["runtime", "batching"],
-        default="batching",
-        help="runtime: torch without gc.freeze vs ONNX with it (stop 14); batching: ONNX each "
-        "query embedded alone and every arm after the embedding vs coalesced passes and the "
-        "keyword arm during the embedding",
+        choices=["runtime", "arms"],
+        default="arms",
+        help="runtime: torch without gc.freeze vs ONNX with it (stop 14); arms: every arm after "
+        "the query embedding vs the keyword arm during it",
     )
     args = parser.parse_args(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-concurrency-"))

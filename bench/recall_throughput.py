@@ -88,8 +88,7 @@ def run_workers(
         data_dir,
         api_workers=workers,
         index_maintenance_interval_s=0,
-        embedding_runtime=runtime.removesuffix("/alone"),
-        embedding_coalesce=not runtime.endswith("/alone"),
+        embedding_runtime=runtime,
     )
     supervisor = start_supervisor(settings, timeout=900)
     try:
@@ -117,8 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--runtimes",
         default="torch,onnx",
-        help="embedding runtimes to compare (torch: before ONNX; onnx/alone: each query embedded "
-        "alone, not in passes shared with concurrent ones)",
+        help="embedding runtimes to compare (torch: before ONNX)",
     )
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients")
     parser.add_argument("--seconds", type=float, default=20.0, help="per (workers, clients) cell")
