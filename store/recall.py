@@ -228,9 +228,11 @@ async def semantic_search(
 @dataclass(frozen=True, slots=True)
 class KeywordPrior:
     """What each query word tells before the bank says anything: its share of general-English
-    words (recall_api/recall/word_prior.py). A lexeme (the forms' shares summed) at most as
-    common as ``rare_frequency`` weighs in full; a commoner one by its information relative
-    to that, ``ln f / ln rare``. ``bank_weight`` in [0, 1] is how much the bank's own document
+    words (recall_api/recall/word_prior.py). BM25's idf is over documents, so a share ``f``
+    becomes the chance that a fact of ``fact_words`` words holds the lexeme (its forms'
+    shares summed), ``p = 1 - exp(-fact_words * f)``. A lexeme at most as common as
+    ``rare_frequency`` weighs in full; a commoner one by its information relative to that,
+    ``ln p / ln p_rare``. ``bank_weight`` in [0, 1] is how much the bank's own document
     frequencies are trusted instead (1: plain BM25); the weight is ``bank_weight + (1 -
     bank_weight) * prior``."""
 
@@ -238,6 +240,7 @@ class KeywordPrior:
     frequencies: Sequence[float] = ()
     bank_weight: float = 1.0
     rare_frequency: float = 1e-6
+    fact_words: float = 20.0
 
 
 _NO_PRIOR = KeywordPrior()
@@ -245,13 +248,14 @@ _NO_PRIOR = KeywordPrior()
 
 def _prior_cte(first: int) -> str:
     """The ``prior`` CTE, per lexeme of the query words, its weight; its parameters are
-    ``$first..$first+3``: words, their shares, the bank weight, the rare share."""
-    w, f, b, r = (f"${n}" for n in range(first, first + 4))
+    ``$first..$first+4``: words, their shares, the bank weight, the rare share, fact words."""
+    w, f, b, r, n = (f"${i}" for i in range(first, first + 5))
     return f"""
         prior AS (
             SELECT l.lexeme,
-                   {b}::float8 + (1 - {b}::float8)
-                       * least(1.0, ln(greatest(sum(p.freq), 1e-12)) / ln({r}::float8)) AS w
+                   {b}::float8 + (1 - {b}::float8) * least(1.0,
+                       ln(greatest(1 - exp(-{n}::float8 * sum(p.freq)), 1e-12))
+                       / ln(1 - exp(-{n}::float8 * {r}::float8))) AS w
             FROM unnest({w}::text[], {f}::float8[]) AS p(word, freq),
                  unnest(to_tsvector('english', p.word)) AS l
             GROUP BY l.lexeme
@@ -259,7 +263,13 @@ def _prior_cte(first: int) -> str:
 
 
 def _prior_args(prior: KeywordPrior) -> list[object]:
-    return [list(prior.words), [float(x) for x in prior.frequencies], prior.bank_weight, prior.rare_frequency]
+    return [
+        list(prior.words),
+        [float(x) for x in prior.frequencies],
+        prior.bank_weight,
+        prior.rare_frequency,
+        prior.fact_words,
+    ]
 
 
 async def keyword_search(
@@ -286,7 +296,7 @@ async def keyword_search(
     Each lexeme's contribution is scaled by its ``prior`` weight; ``full_match`` is not, so
     a match on common words alone covers less of the question than one on telling words.
     """
-    where, params = compile_filters(filters, 9)
+    where, params = compile_filters(filters, 10)
     sql = f"""
         WITH q AS (SELECT websearch_to_tsquery('english', $2) AS tsq),
         terms AS (SELECT array_agg(lexeme) AS lexemes FROM unnest(to_tsvector('english', $2))),
@@ -372,7 +382,7 @@ async def bounded_keyword_search(
     with the bank's document frequencies and its ``prior`` weight."""
     if not plan.essential:
         return []
-    where, params = compile_filters(filters, 12)
+    where, params = compile_filters(filters, 13)
     sql = f"""
         WITH terms AS (SELECT * FROM unnest($2::text[], $3::float8[]) AS t(lexeme, df)),
         cand AS (
@@ -436,7 +446,7 @@ async def graph_expand(
     with its own similarity, so it keeps its place against its neighbours. Non-causal links are stored once per pair, so links
     are followed in both directions; causal ones too (cause and effect both explain).
     """
-    where, params = compile_filters(filters, 12)
+    where, params = compile_filters(filters, 13)
     causal = ", ".join(f"'{t}'" for t in CAUSAL_LINK_TYPES)
     sql = f"""
         WITH seeds AS (

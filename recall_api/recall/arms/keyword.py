@@ -53,6 +53,7 @@ def keyword_prior(or_query: str, bank_size: int, cfg: RecallConfig) -> sql.Keywo
         frequencies,
         bank_weight=size / (size + cfg.keyword_prior_facts),
         rare_frequency=zipf_to_frequency(cfg.keyword_prior_rare_zipf),
+        fact_words=cfg.keyword_prior_fact_words,
     )
 
 
