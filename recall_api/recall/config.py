@@ -102,7 +102,7 @@ class RecallConfig(BaseModel):
     # common it is in general English (recall/word_prior.py), as the chance that a fact of
     # `keyword_prior_fact_words` words holds it: a word at most as common as Zipf
     # `keyword_prior_rare_zipf` (once per million words: "pastry", most names) counts in
-    # full, a commoner one by its information relative to that ("live" ~0.4, "have" ~0.15).
+    # full, a commoner one by its information relative to that ("live" ~0.4, "have" ~0.16).
     # The bank's own frequencies take over as it grows: they get N / (N + keyword_prior_facts)
     # of the weight, general English the rest; 0 = plain BM25.
     keyword_prior_facts: int = Field(default=100, ge=0)
