@@ -139,16 +139,13 @@ SPEC = StageSpec(
     batch=64,
     within=1.0,
     foreign="skip",  # the materializer dead-letters what nobody can read
+    needs_llm=True,
 )
 
 
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
-    if not ctx.settings.llm_configured:
-        return
-
     async def handle(records: list[Record[GraphEvent]]) -> None:
-        llm = ctx.llm
-        assert llm is not None  # registered only when an LLM is configured
+        llm = ctx.require_llm()
         # (bank, entity) → the new facts that mention it.
         touched: dict[tuple[str, UUID], dict[UUID, ExtractedFact]] = defaultdict(dict)
         for record in records:

@@ -121,16 +121,13 @@ SPEC = StageSpec(
     batch=64,
     within=0.5,
     foreign="skip",  # the materializer dead-letters what nobody can read
+    needs_llm=True,
 )
 
 
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
-    if not ctx.settings.llm_configured:
-        return
-
     async def handle(records: list[Record[GraphEvent]]) -> None:
-        llm = ctx.llm
-        assert llm is not None  # registered only when an LLM is configured
+        llm = ctx.require_llm()
         by_bank: dict[str, list[GraphEvent]] = defaultdict(list)
         for record in records:
             if any(f.fact_type in EVIDENCE_KINDS for f in record.event.facts):

@@ -19,7 +19,7 @@ from tempr.streams.context import WorkerContext
 
 __all__ = ["STAGES", "create_worker_app", "run_worker"]
 
-# Every stage, in flow order; the last two subscribe only when an LLM is configured.
+# Every stage, in flow order; those whose spec `needs_llm` subscribe only when an LLM is configured.
 STAGES: tuple[Stage, ...] = (
     segment_messages,
     extract_facts,

@@ -15,6 +15,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from tempr.schemas.reflect import OpinionChange
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -166,18 +168,11 @@ class LinkRecord(_Record):
     weight: float
 
 
-class OpinionHistoryRecord(_Record):
+class OpinionHistoryRecord(OpinionChange, _Record):
+    """One change of an opinion, as `GET /opinions/{id}` shows it, with the opinion it belongs to."""
+
     record: Literal["opinion_history"] = "opinion_history"
-    id: UUID
     opinion_id: UUID
-    verdict: str
-    previous_text: str
-    previous_confidence: float | None
-    new_text: str
-    new_confidence: float | None
-    evidence_ids: list[UUID]
-    reasoning: str
-    created_at: datetime
 
 
 class CorrectionRecord(_Record):

@@ -18,7 +18,7 @@ from tempr.streams import heartbeat, redelivery, retention
 from tempr.streams.context import WorkerContext
 from tempr.streams.faust_transport import TemprFaustApp
 from tempr.streams.kafka_security import faust_broker_options
-from tempr.streams.stage import Topics
+from tempr.streams.stage import StageSpec, Topics
 from tempr.streams.topics import CHUNKS, DLQ, FACTS, GRAPH, MESSAGES, TopicSpec
 
 __all__ = ["APP_ID", "Stage", "create_app"]
@@ -30,6 +30,8 @@ APP_ID = "tempr"
 
 class Stage(Protocol):
     """A stream stage: subscribes its agent(s) to the app (see `streams/stage.py`)."""
+
+    SPEC: StageSpec
 
     def register(self, app: faust.App, topics: Topics, ctx: WorkerContext) -> None: ...
 
@@ -91,6 +93,8 @@ def create_app(settings: Settings, stages: Sequence[Stage] = ()) -> tuple[faust.
     app.service(_Resources)
 
     for stage in stages:
+        if stage.SPEC.needs_llm and not settings.llm_configured:
+            continue
         stage.register(app, topics, ctx)
     redelivery.register(app, topics, ctx)
     retention.register(app, topics, ctx)

@@ -80,6 +80,13 @@ class WorkerContext:
             self._llm = LLMClient(self.settings)
         return self._llm
 
+    def require_llm(self) -> LLMClient:
+        """The LLM client, for a stage whose spec says `needs_llm` (so one is configured)."""
+        llm = self.llm
+        if llm is None:
+            raise RuntimeError("this stage needs an LLM and none is configured")
+        return llm
+
     @property
     def embeddings(self) -> Embedder:
         assert self.embedder is not None, "worker context not started"

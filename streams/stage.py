@@ -84,6 +84,9 @@ class StageSpec:
     foreign: Literal["dead_letter", "skip"] = "dead_letter"
     # The stage acks each record itself (the segmenter acks buffered turns once chunked).
     manual_ack: bool = False
+    # Subscribed only when an LLM is configured: without one the stage has nothing to do, and
+    # leaving it out keeps its consumer group from holding partitions idle.
+    needs_llm: bool = False
 
 
 @dataclass(frozen=True)

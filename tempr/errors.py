@@ -5,7 +5,6 @@ TemprError
 ├── InvalidRequest      → 400
 ├── Conflict            → 409
 ├── InvalidEvent        → dead letter (stream side)
-│   ├── PoisonRecord    → dead letter, journal rows parked (delivered too often)
 │   ├── ForgottenMessage → dead letter (a message forgotten earlier, sent again)
 │   └── UnauthorizedEvent → dead letter (a control event without a valid signature)
 ├── NotConfigured       → 501 (no LLM configured: permanent, clients do not retry)
@@ -23,7 +22,6 @@ __all__ = [
     "InvalidRequest",
     "NotConfigured",
     "NotFound",
-    "PoisonRecord",
     "TemprError",
     "UnauthorizedEvent",
     "UpstreamLLMError",
@@ -49,10 +47,6 @@ class Conflict(TemprError):
 
 class InvalidEvent(TemprError):
     """A stream record that cannot be decoded or validated."""
-
-
-class PoisonRecord(InvalidEvent):
-    """A record delivered more times than allowed without being materialized."""
 
 
 class ForgottenMessage(InvalidEvent):
