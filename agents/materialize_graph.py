@@ -99,9 +99,10 @@ async def apply_graph_event(
     if event.entities:
         await entities.insert_missing_entities(conn, event.bank_id, event.entities)
         later.entities[event.bank_id].extend(event.entities)
+    # Copies only where a near-duplicate replaced a fact (rare): a chunk carries ~26 links a fact.
     if event.unit_entities:
         pairs = [
-            ue.model_copy(update={"unit_id": replaced.get(ue.unit_id, ue.unit_id)})
+            ue.model_copy(update={"unit_id": replaced[ue.unit_id]}) if ue.unit_id in replaced else ue
             for ue in event.unit_entities
         ]
         await entities.link_units_to_entities(conn, event.bank_id, pairs)
@@ -113,6 +114,8 @@ async def apply_graph_event(
                 "to_id": replaced.get(lk.to_id, lk.to_id),
             }
         )
+        if lk.from_id in replaced or lk.to_id in replaced
+        else lk
         for lk in event.links
     )
     await messages.mark_processed(conn, event.message_event_ids)

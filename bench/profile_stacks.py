@@ -46,7 +46,7 @@ def bucket(frames: list[str]) -> str | None:
             if f"agents/{stage}.py" in stack:
                 return _stage_bucket(stack, stage)
         return "loop: faust, aiokafka, other"
-    if "sentence_transformers" in stack or "torch" in stack:
+    if "sentence_transformers" in stack or "torch" in stack or "onnx" in stack:
         return "threads: embedding"
     if "extract_local" in stack:
         return "threads: spaCy extraction"

@@ -6,9 +6,17 @@ __all__ = ["configure_torch_threads"]
 
 
 def configure_torch_threads(threads: int) -> None:
-    """Set once per process, before a model runs; 0 keeps torch's default."""
+    """Set once per process, before a model runs; 0 keeps torch's and BLAS's defaults.
+
+    BLAS (numpy's OpenBLAS) gets the same count: link building multiplies a few new facts'
+    vectors by a few hundred stored ones per chunk, and OpenBLAS's second thread made each
+    product ~8x slower on a busy 2-core machine (waking it and spinning cost more than the
+    work) while it took CPU from the model and spaCy.
+    """
     if threads <= 0:
         return
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(threads)
+    threadpool_limits(limits=threads, user_api="blas")

@@ -63,6 +63,10 @@ class FactPoint:
     embedding: Sequence[float] | np.ndarray | None = None
     entity_ids: set[UUID] = field(default_factory=set)
     causal: list[CausalEdge] = field(default_factory=list)
+    # The normalized embedding, computed on first use (`_unit_vector`): a recent fact takes
+    # part in the builds of many later chunks, and converting its 384 floats each time cost
+    # more than the products.
+    _unit: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -112,9 +116,13 @@ def _select_capped(candidates: Iterable[_Candidate], new_ids: set[UUID], cap: in
 
 
 def _links(pairs: dict[_Pair, float], link_type: LinkType) -> list[MemoryLink]:
-    return _sorted(
-        MemoryLink(from_id=a, to_id=b, link_type=link_type, weight=_clamp(w)) for (a, b), w in pairs.items()
-    )
+    return _sorted(_link(a, b, link_type, _clamp(w)) for (a, b), w in pairs.items())
+
+
+def _link(a: UUID, b: UUID, link_type: LinkType, weight: float) -> MemoryLink:
+    """A link built from checked parts (UUIDs, a known type, a clamped weight): constructed
+    without validation, which cost more than the rest of link building (26 links a fact)."""
+    return MemoryLink.model_construct(from_id=a, to_id=b, link_type=link_type, weight=weight)
 
 
 def _clamp(weight: float) -> float:
@@ -201,20 +209,31 @@ def _unit_rows(facts: Sequence[FactPoint]) -> tuple[list[UUID], np.ndarray]:
     ids: list[UUID] = []
     rows: list[np.ndarray] = []
     for fact in facts:
-        if fact.embedding is None:
-            continue
-        vector = np.asarray(fact.embedding, dtype=np.float64).ravel()
-        norm = float(np.linalg.norm(vector))
-        if vector.size == 0 or not math.isfinite(norm) or norm == 0.0:
+        vector = _unit_vector(fact)
+        if vector is None:
             continue
         if rows and vector.shape != rows[0].shape:
             raise ValueError(
                 f"embedding of {fact.unit_id} has dimension {vector.size}, expected {rows[0].size}"
             )
         ids.append(fact.unit_id)
-        rows.append(vector / norm)
+        rows.append(vector)
     matrix = np.vstack(rows) if rows else np.zeros((0, 0))
     return ids, matrix
+
+
+_UNUSABLE = np.zeros(0)  # memo of an embedding that is missing, empty, zero or not finite
+
+
+def _unit_vector(fact: FactPoint) -> np.ndarray | None:
+    if fact._unit is None:
+        fact._unit = _UNUSABLE
+        if fact.embedding is not None:
+            vector = np.asarray(fact.embedding, dtype=np.float64).ravel()
+            norm = float(np.linalg.norm(vector))
+            if vector.size and math.isfinite(norm) and norm != 0.0:
+                fact._unit = vector / norm
+    return None if fact._unit is _UNUSABLE else fact._unit
 
 
 def semantic_links(
@@ -321,10 +340,7 @@ def causal_links(new: Sequence[FactPoint]) -> list[MemoryLink]:
                 continue
             key = (fact.unit_id, target, relation)
             best[key] = max(best.get(key, 0.0), _clamp(weight))
-    return _sorted(
-        MemoryLink(from_id=a, to_id=b, link_type=cast(LinkType, rel), weight=w)
-        for (a, b, rel), w in best.items()
-    )
+    return _sorted(_link(a, b, cast(LinkType, rel), w) for (a, b, rel), w in best.items())
 
 
 # --------------------------------------------------------------------------- all together

@@ -186,3 +186,45 @@ async def test_a_batch_writes_entities_at_its_end_merged_and_a_redelivery_change
     assert dict(entity_again) | {"v": None} == dict(entity) | {"v": None}
     assert stored_again == stored
     assert await db.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank) == 2
+
+
+async def test_a_near_duplicate_hands_its_mentions_and_links_to_the_stored_fact(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    """The materializer copies a mention or link only when one of its facts was folded into a
+    stored near-duplicate; every other one is written as the event carries it."""
+    vector = _unit(np.random.default_rng(3).normal(size=DIM))
+    kept, other = _fact("Caroline paints every Sunday.", vector), _fact("Ben drums.", minutes=5)
+    await _store(db, bank, [kept, other])
+    again = _fact("Caroline paints every Sunday!", vector, minutes=9)  # same statement, new id
+    third = _fact("Cy plays bass.", minutes=7)
+    ann, cy = uuid.uuid4(), uuid.uuid4()
+    event = GraphEvent(
+        bank_id=bank,
+        chunk_id=uuid.uuid4(),
+        message_event_ids=[],
+        facts=[again, third],
+        entities=[
+            ResolvedEntity(entity_id=e, canonical_name=n, kind="person", first_seen=T0, last_seen=T0)
+            for e, n in ((ann, "Caroline"), (cy, "Cy"))
+        ],
+        unit_entities=[
+            UnitEntity(unit_id=again.fact_id, entity_id=ann),
+            UnitEntity(unit_id=third.fact_id, entity_id=cy),
+        ],
+        links=[
+            MemoryLink(from_id=again.fact_id, to_id=third.fact_id, link_type="semantic", weight=0.8),
+            MemoryLink(from_id=other.fact_id, to_id=third.fact_id, link_type="temporal", weight=0.6),
+        ],
+    )
+    async with db.acquire() as conn, conn.transaction():
+        assert await apply_event(conn, event)
+    units = {r["id"] for r in await db.fetch("SELECT id FROM memory_units WHERE bank_id = $1", bank)}
+    assert units == {kept.fact_id, other.fact_id, third.fact_id}
+    mentions = await db.fetch("SELECT unit_id, entity_id FROM unit_entities WHERE bank_id = $1", bank)
+    assert {(r["unit_id"], r["entity_id"]) for r in mentions} == {(kept.fact_id, ann), (third.fact_id, cy)}
+    stored = await db.fetch("SELECT from_id, to_id, link_type FROM memory_links WHERE bank_id = $1", bank)
+    assert {(r["from_id"], r["to_id"], r["link_type"]) for r in stored} == {
+        (kept.fact_id, third.fact_id, "semantic"),
+        (other.fact_id, third.fact_id, "temporal"),
+    }

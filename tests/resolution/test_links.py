@@ -234,3 +234,54 @@ def test_build_links_is_stable_when_a_fact_moves_from_new_to_existing() -> None:
 def test_fact_given_as_new_and_existing_counts_once() -> None:
     facts = conversation()
     assert build_links(facts, facts) == build_links(facts, [])
+
+
+def _random_points(rng: random.Random, n: int, prefix: str) -> list[FactPoint]:
+    """Facts over three days, vectors from a few shared directions (so many cosines pass 0.7),
+    entities from a small set; some undated, some without a usable embedding."""
+    bases = [np.array([rng.gauss(0, 1) for _ in range(16)]) for _ in range(4)]
+    entities = [stable_id("entity", f"e{i}") for i in range(6)]
+    points = []
+    for i in range(n):
+        vector: list[float] | None = list(bases[i % 4] + np.array([rng.gauss(0, 0.4) for _ in range(16)]))
+        if i % 17 == 5:
+            vector = None
+        elif i % 19 == 7:
+            vector = [0.0] * 16
+        when = None if i % 11 == 3 else T0 + timedelta(minutes=rng.randrange(0, 72 * 60))
+        points.append(FactPoint(uid(f"{prefix}{i}"), when, vector, set(rng.sample(entities, 2))))
+    return points
+
+
+def _fresh(points: list[FactPoint]) -> list[FactPoint]:
+    return [FactPoint(p.unit_id, p.when, p.embedding, set(p.entity_ids), list(p.causal)) for p in points]
+
+
+def test_points_reused_across_builds_link_as_fresh_ones() -> None:
+    """The resolver keeps recent facts and passes the same points to many builds; their
+    remembered normalized vectors must give exactly the links of points seen for the first time."""
+    rng = random.Random(7)
+    recent = _random_points(rng, 120, "old")
+    for round_ in range(4):
+        new = _random_points(rng, 12, f"new{round_}-")
+        warm = build_links(new, recent)
+        cold = build_links(_fresh(new), _fresh(recent))
+        assert warm == cold
+        assert [lk.model_dump() for lk in warm] == [lk.model_dump() for lk in cold]
+        assert {lk.link_type for lk in warm} == {"temporal", "semantic", "entity"}
+        recent.extend(new)
+
+
+def test_built_links_are_valid_links() -> None:
+    """Links are built without re-validation: each must equal its validated form, dump the
+    same JSON, and hold a weight inside [0, 1]."""
+    rng = random.Random(11)
+    new = _random_points(rng, 20, "n")
+    new[0].causal.append((new[1].unit_id, "causes", 1.7))
+    links = build_links(new, _random_points(rng, 60, "o"))
+    assert any(lk.link_type == "causes" for lk in links)
+    for link in links:
+        checked = MemoryLink.model_validate(link.model_dump())
+        assert checked == link
+        assert checked.model_dump_json() == link.model_dump_json()
+        assert 0.0 <= link.weight <= 1.0

@@ -1,0 +1,38 @@
+"""The worker's thread settings reach numpy's BLAS as well as torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+_PROBE = """
+import json
+from threadpoolctl import threadpool_info
+from tempr.inference.threads import configure_torch_threads
+import torch
+def blas():
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+before = blas()
+configure_torch_threads({threads})
+print(json.dumps({{"torch": torch.get_num_threads(), "blas": blas(), "before": before}}))
+"""
+
+
+def _probe(threads: int) -> dict[str, object]:
+    # A fresh interpreter: the limits are process-wide and would leak into other tests.
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(threads=threads)], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_one_thread_limits_torch_and_blas() -> None:
+    found = _probe(1)
+    assert found["torch"] == 1
+    assert found["blas"] and all(n == 1 for n in found["blas"])  # type: ignore[union-attr]
+
+
+def test_zero_keeps_the_defaults() -> None:
+    found = _probe(0)
+    assert found["blas"] and found["blas"] == found["before"]
