@@ -92,7 +92,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                 await _phase(pool, embedder, questions, 2, 2.0)
             phases: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
             for r in range(args.rounds):
-                for name, (embedder, frozen, early) in variants.items():
+                order = list(variants.items())  # ABBA: neither variant always runs second
+                for name, (embedder, frozen, early) in order if r % 2 == 0 else order[::-1]:
                     gc.collect()
                     if frozen:
                         gc.freeze()

@@ -352,8 +352,8 @@ async def run_recall(
     max_consistency_wait_s: float,
     early_arms: bool = True,
 ) -> RecallResponse:
-    """One recall. ``early_arms=False`` starts every arm after the embedding (as before they
-    overlapped it), for side-by-side benchmarks only: the results are the same."""
+    """One recall. ``early_arms=False`` starts every arm after the embedding, also in a bank with
+    keyword statistics, for side-by-side benchmarks only: the results are the same."""
     cfg = resolve_preset(req.preset)
     lap = _Laps()
     if req.after is not None:
@@ -369,7 +369,10 @@ async def run_recall(
     question = _read_question(req, shape, cfg, now)
     tasks: dict[str, asyncio.Future[ArmResult]] = {}
     ctx = _arm_context(bank_id, req, cfg, shape, question.keyword_text, tasks)
-    if early_arms:  # the keyword arm's statements run while the question is embedded
+    # A big bank's keyword arm (tens of ms) runs while the question is embedded. A small bank's
+    # takes a few ms: started early it only holds a pooled connection that recalls already past
+    # their embedding wait for (16 clients on a 1k bank: -14 % req/s, docs/benchmarks.md).
+    if early_arms and shape.keyword_stats:
         _start_arms(pool, ctx, tasks, vector_free=True)
     try:
         query = await _understand(pool, embedder, shape, bank_id, req, cfg, now, question)

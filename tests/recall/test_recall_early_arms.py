@@ -1,4 +1,4 @@
-"""The keyword arm runs while the question is embedded, and the recall comes out the same."""
+"""A big bank's keyword arm runs while the question is embedded, and the recall comes out the same."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tempr.inference.embeddings import Embedder, get_embedder
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.recall import RecallRequest
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
+from tempr.store.keyword_stats import refresh_bank
 from tests.recall.bankkit import Unit, insert_units
 
 pytestmark = pytest.mark.integration
@@ -57,9 +58,15 @@ async def test_the_keyword_arm_overlaps_the_embedding_and_changes_nothing(
     req = RecallRequest(
         query="What did Melanie paint?", trace=True, query_timestamp=datetime(2024, 1, 1, tzinfo=UTC)
     )
+    small = await run_recall(db, embedder, None, bank, req, max_consistency_wait_s=0)
+    async with db.acquire() as conn:  # what the maintenance step gives a big bank
+        await refresh_bank(conn, bank)
     early = await run_recall(db, embedder, None, bank, req, max_consistency_wait_s=0)
     late = await run_recall(db, embedder, None, bank, req, max_consistency_wait_s=0, early_arms=False)
-    assert embedder.seen == [1, 0]  # the keyword arm was in flight during the first embedding only
+    # The keyword arm was in flight during the embedding only in a bank with keyword statistics
+    # and early arms on.
+    assert embedder.seen == [0, 1, 0]
+    assert [r.id for r in small.results] == [r.id for r in late.results]
     assert [r.id for r in early.results] == [r.id for r in late.results]
     assert early.results[0].text == FACTS[0]
     assert early.trace["arms"]["keyword"]["count"] > 0
