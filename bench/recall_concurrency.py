@@ -3,12 +3,16 @@
 `bench.recall_throughput` runs whole stacks one after the other, and on a shared machine the
 load moves more between two runs than the change being measured. Here one process, one pool
 and one bank (conv-26-size, as there) serve --clients concurrent recall loops (the API's
-pipeline without HTTP) in alternating phases of --seconds: "before" embeds with torch and
-lets the garbage collector walk every object; "after" embeds with ONNX Runtime and has the
-start-up objects frozen (recall_api/main.py). Phases alternate --rounds times; the medians
+pipeline without HTTP) in alternating phases of --seconds. --compare runtime (stop 14):
+"before" embeds with torch and lets the garbage collector walk every object; "after" embeds
+with ONNX Runtime and has the start-up objects frozen (recall_api/main.py). --compare batching
+(stop 15, the default): both ONNX and frozen; "before" embeds each query alone and starts the
+arms after it, "after" shares passes between concurrent queries (inference/coalesce.py) and
+runs the keyword arm during the embedding. Phases alternate --rounds times; the medians
 of the phases' req/s and latency percentiles are reported.
 
-    python -m bench.recall_concurrency [--clients 16] [--seconds 10] [--rounds 3] [--json PATH]
+    python -m bench.recall_concurrency [--compare batching|runtime] [--clients 16] [--seconds 10]
+                                       [--rounds 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 from bench.common import console, percentile, print_table, write_json
 from bench.locomo_data import DATA_DIR, load_sample
 from bench.recall_throughput import BANK, _load
-from tempr.inference.embeddings import Embedder, get_embedder
+from tempr.inference.embeddings import Embedder, LocalEmbedder, get_embedder
 from tempr.inference.tokens import get_encoding
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.recall import RecallRequest
@@ -40,7 +44,7 @@ NOW = datetime(2023, 10, 20, tzinfo=UTC)
 
 
 async def _phase(
-    pool: Any, embedder: Embedder, questions: list[str], clients: int, seconds: float
+    pool: Any, embedder: Embedder, questions: list[str], clients: int, seconds: float, early: bool = True
 ) -> dict[str, float]:
     latencies: list[float] = []
     until = time.monotonic() + seconds
@@ -50,7 +54,7 @@ async def _phase(
         while time.monotonic() < until:
             req = RecallRequest(query=questions[i % len(questions)], query_timestamp=NOW)
             started = time.perf_counter()
-            await run_recall(pool, embedder, None, BANK, req, max_consistency_wait_s=0)
+            await run_recall(pool, embedder, None, BANK, req, max_consistency_wait_s=0, early_arms=early)
             latencies.append((time.perf_counter() - started) * 1000)
             i += 1
 
@@ -73,21 +77,31 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         await _load(dsn, args.facts, args.cache)
         pool = await create_pool(dsn, max_size=10)  # the API's pool size
         try:
-            embedders = {
-                "before": get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="torch"),
-                "after": get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="onnx"),
-            }
+            onnx = get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="onnx")
+            # name -> (embedder, gc frozen, query embeddings coalesced, keyword arm started early)
+            variants: dict[str, tuple[Embedder, bool, bool, bool]] = (
+                {
+                    "before": (get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="torch"), False, False, False),
+                    "after": (onnx, True, False, False),
+                }
+                if args.compare == "runtime"
+                else {"before": (onnx, True, False, False), "after": (onnx, True, True, True)}
+            )
             get_encoding()
             questions = [q.question for q in load_sample(DATA_DIR / "conv-26.json").questions]
-            for embedder in embedders.values():  # warm-up: plans, caches
+            for embedder, *_ in variants.values():  # warm-up: plans, caches
                 await _phase(pool, embedder, questions, 2, 2.0)
-            phases: dict[str, list[dict[str, float]]] = {k: [] for k in embedders}
+            phases: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
             for r in range(args.rounds):
-                for name, embedder in embedders.items():
+                for name, (embedder, frozen, coalesce, early) in variants.items():
                     gc.collect()
-                    if name == "after":
+                    if frozen:
                         gc.freeze()
-                    phases[name].append(await _phase(pool, embedder, questions, args.clients, args.seconds))
+                    if isinstance(embedder, LocalEmbedder):
+                        embedder.coalesce = coalesce
+                    phases[name].append(
+                        await _phase(pool, embedder, questions, args.clients, args.seconds, early)
+                    )
                     gc.unfreeze()
                     console.print(
                         f"[dim]round {r + 1} {name}: {phases[name][-1]['req_per_s']:.1f} req/s[/dim]"
@@ -110,6 +124,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--facts", type=int, default=1000, help="facts in the bank (conv-26: ~1,000)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tempr-bench")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--compare",
+        choices=["runtime", "batching"],
+        default="batching",
+        help="runtime: torch without gc.freeze vs ONNX with it (stop 14); batching: ONNX each "
+        "query embedded alone and every arm after the embedding vs coalesced passes and the "
+        "keyword arm during the embedding",
+    )
     args = parser.parse_args(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-concurrency-"))
     try:

@@ -85,7 +85,11 @@ def run_workers(
 ) -> list[dict[str, Any]]:
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-throughput-"))
     settings = embedded_settings(
-        data_dir, api_workers=workers, index_maintenance_interval_s=0, embedding_runtime=runtime
+        data_dir,
+        api_workers=workers,
+        index_maintenance_interval_s=0,
+        embedding_runtime=runtime.removesuffix("/alone"),
+        embedding_coalesce=not runtime.endswith("/alone"),
     )
     supervisor = start_supervisor(settings, timeout=900)
     try:
@@ -111,7 +115,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--workers", default="1,2", help="API worker counts to compare")
     parser.add_argument(
-        "--runtimes", default="torch,onnx", help="embedding runtimes to compare (torch: before ONNX)"
+        "--runtimes",
+        default="torch,onnx",
+        help="embedding runtimes to compare (torch: before ONNX; onnx/alone: each query embedded "
+        "alone, not in passes shared with concurrent ones)",
     )
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients")
     parser.add_argument("--seconds", type=float, default=20.0, help="per (workers, clients) cell")

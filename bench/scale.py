@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import shutil
 import statistics
@@ -87,63 +88,76 @@ async def _quality(
 
 
 async def _keyword_overlap(
-    pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str]
-) -> list[tuple[float, str]]:
-    """The bounded keyword arm's top 50 against unbounded BM25 (a bank with statistics only),
-    with each query's OR-text, so the worst can be looked at."""
+    pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str], caps: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """Per candidate cap, the bounded keyword arm's top 50 against unbounded BM25 (a bank with
+    statistics only), with each query's OR-text, so the worst can be looked at, and the
+    bounded search's median time (the lexeme lookup included)."""
     cfg = get_preset("default")
-    out: list[tuple[float, str]] = []
+    out: dict[int, dict[str, Any]] = {}
     async with pool.acquire() as conn:
+        full: dict[str, list[Any]] = {}
         for q in questions:
             text = keyword_or_query(q, cfg.keyword_max_terms)
-            if not text:
-                continue
-            full = await sql.keyword_search(conn, bank, text, limit=50, filters=_ANY, bank_size=size)
-            plan = sql.keyword_plan(
-                await query_lexemes(conn, bank, text), max_candidates=cfg.keyword_max_candidates
-            )
-            bounded = await sql.bounded_keyword_search(
-                conn,
-                bank,
-                plan,
-                limit=50,
-                max_candidates=cfg.keyword_max_candidates,
-                filters=_ANY,
-                bank_size=size,
-            )
-            out.append((_overlap([r["id"] for r in bounded], [r["id"] for r in full]), text))
+            if text:
+                rows = await sql.keyword_search(conn, bank, text, limit=50, filters=_ANY, bank_size=size)
+                full[text] = [r["id"] for r in rows]
+        for cap in caps:
+            overlaps: list[tuple[float, str]] = []
+            times: list[float] = []
+            for text, exact in full.items():
+                started = time.perf_counter()
+                plan = sql.keyword_plan(await query_lexemes(conn, bank, text), max_candidates=cap)
+                bounded = await sql.bounded_keyword_search(
+                    conn, bank, plan, limit=50, max_candidates=cap, filters=_ANY, bank_size=size
+                )
+                times.append((time.perf_counter() - started) * 1000)
+                overlaps.append((_overlap([r["id"] for r in bounded], exact), text))
+            worst = min(overlaps)
+            out[cap] = {
+                "mean": float(np.mean([o for o, _ in overlaps])),
+                "min": worst[0],
+                "worst_query": worst[1],
+                "p50_ms": statistics.median(times),
+            }
     return out
 
 
 async def _recalls(
-    pool: asyncpg.Pool, embedders: dict[str, Embedder], bank: str, questions: Sequence[str], now: datetime
+    pool: asyncpg.Pool,
+    variants: dict[str, tuple[Embedder, bool]],
+    bank: str,
+    questions: Sequence[str],
+    now: datetime,
 ) -> dict[str, dict[str, Any]]:
-    """Each question recalled once per embedding runtime, the runtimes alternated question by
-    question so that the machine's load swings hit them alike."""
-    latencies: dict[str, list[float]] = {r: [] for r in embedders}
-    stages: dict[str, dict[str, list[float]]] = {r: {} for r in embedders}
+    """Each question recalled once per variant (embedding runtime, arms started early or not),
+    the variants alternated question by question so that the machine's load swings hit them alike."""
+    latencies: dict[str, list[float]] = {r: [] for r in variants}
+    stages: dict[str, dict[str, list[float]]] = {r: {} for r in variants}
     for i, q in enumerate(questions):
-        for runtime, embedder in embedders.items():
+        for name, (embedder, early) in variants.items():
             req = RecallRequest(query=q, trace=True, query_timestamp=now)
             started = time.perf_counter()
-            response = await run_recall(pool, embedder, None, bank, req, max_consistency_wait_s=0)
+            response = await run_recall(
+                pool, embedder, None, bank, req, max_consistency_wait_s=0, early_arms=early
+            )
             elapsed = (time.perf_counter() - started) * 1000
             if i < 3:  # warm-up: caches, first plans
                 continue
-            latencies[runtime].append(elapsed)
+            latencies[name].append(elapsed)
             trace = response.trace or {}
             for stage, ms in trace.get("timings_ms", {}).items():
-                stages[runtime].setdefault(stage, []).append(ms)
+                stages[name].setdefault(stage, []).append(ms)
             for arm, detail in trace.get("arms", {}).items():
-                stages[runtime].setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
+                stages[name].setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
     return {
-        runtime: {
-            "p50_ms": percentile(latencies[runtime], 50),
-            "p95_ms": percentile(latencies[runtime], 95),
-            "n": len(latencies[runtime]),
-            "stage_medians_ms": {k: statistics.median(v) for k, v in stages[runtime].items()},
+        name: {
+            "p50_ms": percentile(latencies[name], 50),
+            "p95_ms": percentile(latencies[name], 95),
+            "n": len(latencies[name]),
+            "stage_medians_ms": {k: statistics.median(v) for k, v in stages[name].items()},
         }
-        for runtime in embedders
+        for name in variants
     }
 
 
@@ -198,24 +212,16 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     vectors = embed_sources(sources, args.cache)
     measured = [n for n in MEASURED if n <= args.total]
     plans = bank_plan(args.total, measured, args.min_banks, args.seed)
+    built = data_dir / "built.json"
     postgres = EmbeddedPostgres(data_dir / "pg")
     dsn = postgres.start()
     try:
         await apply_migrations(dsn)
-        conn = await asyncpg.connect(dsn)
-        from pgvector.asyncpg import register_vector
-
-        await register_vector(conn)
-        started = time.perf_counter()
-        build = await load_banks(conn, plans, sources, vectors, seed=args.seed)
-        await conn.execute("SET maintenance_work_mem = '512MB'")
-        clock = time.perf_counter()
-        changes = await maintain_once(dsn, args.index_min_facts)
-        build["maintenance_s"] = time.perf_counter() - clock
-        build["total_s"] = time.perf_counter() - started
-        await conn.close()
-        for change in changes:
-            console.print(f"[dim]{change}[/dim]")
+        if built.exists():  # --data-dir of an earlier run: measure the same table again
+            build = json.loads(built.read_text())
+        else:
+            build = await _build(dsn, args, plans, sources, vectors)
+            built.write_text(json.dumps(build))
         pool = await create_pool(dsn, max_size=8)
         try:
             return await _measure(args, pool, vectors, measured, build)
@@ -223,6 +229,26 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             await pool.close()
     finally:
         postgres.stop()
+
+
+async def _build(
+    dsn: str, args: argparse.Namespace, plans: Any, sources: Any, vectors: np.ndarray
+) -> dict[str, float]:
+    conn = await asyncpg.connect(dsn)
+    from pgvector.asyncpg import register_vector
+
+    await register_vector(conn)
+    started = time.perf_counter()
+    build = await load_banks(conn, plans, sources, vectors, seed=args.seed)
+    await conn.execute("SET maintenance_work_mem = '512MB'")
+    clock = time.perf_counter()
+    changes = await maintain_once(dsn, args.index_min_facts)
+    build["maintenance_s"] = time.perf_counter() - clock
+    build["total_s"] = time.perf_counter() - started
+    await conn.close()
+    for change in changes:
+        console.print(f"[dim]{change}[/dim]")
+    return build
 
 
 async def _measure(
@@ -234,10 +260,16 @@ async def _measure(
 ) -> dict[str, Any]:
     embedders = {r: get_embedder(PACKAGED_EMBEDDING_MODEL, runtime=r) for r in args.runtimes}
     embedder = embedders[args.runtimes[-1]]
+    variants = {
+        (f"{r}/{'early' if early else 'late'}" if len(args.early_arms) > 1 else r): (embedders[r], early)
+        for r in args.runtimes
+        for early in args.early_arms
+    }
+    main_variant = list(variants)[-1]
     questions = _questions(args.queries + 3, args.seed)
     rng = np.random.default_rng(args.seed)
     rows: dict[str, Any] = {}
-    for size in measured:
+    for size in (n for n in measured if not args.only or n in args.only):
         bank = f"scale-{size}"
         shape = await sql.bank_shape(pool, bank, min_share=0.25, min_mentions=3)
         qvec = embedder.encode(questions[: args.queries])
@@ -245,21 +277,19 @@ async def _measure(
         noise = rng.normal(0, 0.0247, (10, vectors.shape[1])).astype(np.float32)
         fact_vecs = vectors[picks] + noise
         fact_vecs /= np.linalg.norm(fact_vecs, axis=1, keepdims=True)
-        by_runtime = await _recalls(pool, embedders, bank, questions, args.now)
-        result = dict(by_runtime[args.runtimes[-1]]) | {"runtimes": by_runtime}
+        by_variant = await _recalls(pool, variants, bank, questions, args.now)
+        result = dict(by_variant[main_variant]) | {"runtimes": by_variant}
         quality = await _quality(pool, bank, shape.indexed, qvec, fact_vecs)
         result["indexed"] = shape.indexed
         result["overlap"] = {
             k: {"mean": float(np.mean(v)), "min": float(np.min(v))} for k, v in quality.items()
         }
         if shape.keyword_stats:
-            kw = await _keyword_overlap(pool, bank, shape.size, questions[: args.queries])
-            worst = min(kw)
-            result["keyword_overlap"] = {
-                "mean": float(np.mean([o for o, _ in kw])),
-                "min": worst[0],
-                "worst_query": worst[1],
-            }
+            caps = await _keyword_overlap(
+                pool, bank, shape.size, questions[: args.queries], args.keyword_caps
+            )
+            result["keyword_overlap"] = caps[args.keyword_caps[0]]
+            result["keyword_caps"] = caps
         rows[bank] = result
         console.print(f"[dim]{bank}: p50 {result['p50_ms']:.1f} ms[/dim]")
     report = {
@@ -303,15 +333,16 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         rows,
         digits=1,
     )
-    if len(args.runtimes) > 1:
+    names = list(next(iter(report["rows"].values()))["runtimes"])
+    if len(names) > 1:
         print_table(
-            "Recall by embedding runtime, alternated query by query (median ms)",
-            ["facts", *(f"{r} {c}" for r in args.runtimes for c in ("p50", "p95", "embed"))],
+            "Recall by variant (runtime / arms started early or late), alternated query by query (median ms)",
+            ["facts", *(f"{r} {c}" for r in names for c in ("p50", "p95", "embed"))],
             [
                 [bank.removeprefix("scale-")]
                 + [
                     x
-                    for rt in args.runtimes
+                    for rt in names
                     for x in (
                         r["runtimes"][rt]["p50_ms"],
                         r["runtimes"][rt]["p95_ms"],
@@ -321,6 +352,18 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
                 for bank, r in report["rows"].items()
             ],
             digits=1,
+        )
+    caps = [(bank, r["keyword_caps"]) for bank, r in report["rows"].items() if "keyword_caps" in r]
+    if caps:
+        print_table(
+            "Bounded keyword arm by candidate cap: top-50 overlap with unbounded BM25, search p50 ms",
+            ["facts", "cap", "ms p50", "mean", "min", "worst query"],
+            [
+                [bank.removeprefix("scale-"), cap, c["p50_ms"], c["mean"], c["min"], c["worst_query"][:60]]
+                for bank, by_cap in caps
+                for cap, c in by_cap.items()
+            ],
+            digits=2,
         )
     b = report["build"]
     st = report["stats"]
@@ -353,14 +396,38 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the database directory")
     parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="build here and keep it; if it holds an earlier build (same flags), measure that one",
+    )
+    parser.add_argument(
         "--runtimes",
         default="torch,onnx",
         help="embedding runtimes to alternate (the last is the main table's); torch = before ONNX",
     )
+    parser.add_argument(
+        "--early-arms",
+        default="on",
+        help="on, off or off,on: start the keyword arm during the embedding (on) or after it (off), alternated",
+    )
+    parser.add_argument(
+        "--only", default="", help="measure only these bank sizes (comma-separated; the build is the same)"
+    )
+    parser.add_argument(
+        "--keyword-caps",
+        default="4000",
+        help="candidate caps to measure the bounded keyword arm at (the first is the main table's)",
+    )
     args = parser.parse_args(argv)
     args.runtimes = args.runtimes.split(",")
+    args.early_arms = [x == "on" for x in args.early_arms.split(",")]
+    args.keyword_caps = [int(x) for x in args.keyword_caps.split(",")]
+    args.only = [int(x) for x in args.only.split(",") if x]
     args.now = datetime(2024, 1, 1, tzinfo=UTC)
-    data_dir = Path(tempfile.mkdtemp(prefix="tempr-scale-"))
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="tempr-scale-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    args.keep = args.keep or args.data_dir is not None
     try:
         report = asyncio.run(run(args, data_dir))
     finally:
@@ -373,6 +440,8 @@ def main(argv: list[str] | None = None) -> None:
         "index_min_facts": args.index_min_facts,
         "seed": args.seed,
         "runtimes": args.runtimes,
+        "early_arms": args.early_arms,
+        "keyword_caps": args.keyword_caps,
     }
     _print(report, args)
     write_json(args.json, report)

@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 
 from tempr.errors import UpstreamModelError
+from tempr.inference.coalesce import Coalescer
 from tempr.inference.onnx_encoder import OnnxEncoder, onnx_encoder_for
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
@@ -97,6 +98,10 @@ class LocalEmbedder:
         if runtime == "onnx" and device == "cpu":
             self._onnx = onnx_encoder_for(self._model, threads=torch.get_num_threads())
         self.runtime = "onnx" if self._onnx else "torch"
+        # Concurrent aencode calls share ONNX passes (inference/coalesce.py); False encodes each
+        # call alone (benchmarks compare the two).
+        self.coalesce = True
+        self._coalescer = Coalescer(self.encode, batch_size)
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
@@ -123,7 +128,9 @@ class LocalEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     async def aencode(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.encode, texts)
+        if self._onnx is None or not self.coalesce:  # torch's rows depend a little on their batch
+            return await asyncio.to_thread(self.encode, texts)
+        return await self._coalescer.encode(texts)
 
 
 class RemoteEmbedder:
@@ -210,7 +217,7 @@ def embedder_from_settings(settings: Settings, model: str | None = None) -> Embe
     """The embedder the settings name (`model` overrides `TEMPR_EMBEDDING_MODEL`). Blocking:
     loads a model or probes the endpoint, so async callers run it in a thread."""
     key = settings.embedding_api_key
-    return get_embedder(
+    embedder = get_embedder(
         model or settings.embedding_model,
         settings.embedding_batch_size,
         base_url=settings.embedding_base_url,
@@ -219,3 +226,6 @@ def embedder_from_settings(settings: Settings, model: str | None = None) -> Embe
         timeout_s=settings.model_timeout_s,
         runtime=settings.embedding_runtime,
     )
+    if isinstance(embedder, LocalEmbedder):
+        embedder.coalesce = settings.embedding_coalesce
+    return embedder

@@ -26,6 +26,7 @@ from tempr.recall_api.mcp_server import MCP_PATH, mcp_lifespan, mount_mcp
 from tempr.recall_api.metrics import ApiMetrics
 from tempr.recall_api.rate_limit import RateLimiter
 from tempr.recall_api.recall.inflections import load_lexicon
+from tempr.recall_api.recall.word_prior import load_word_prior
 from tempr.recall_api.routes import (
     bank_transfer,
     banks,
@@ -101,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             embedder, *_ = await asyncio.gather(
                 asyncio.to_thread(embedder_from_settings, settings),
                 asyncio.to_thread(load_lexicon),
+                asyncio.to_thread(load_word_prior),
                 asyncio.to_thread(get_encoding),  # packing's token counts: not on the first recall
             )
             # A model whose vectors do not fit the column stops start-up with what to do.

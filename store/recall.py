@@ -24,6 +24,7 @@ __all__ = [
     "CAUSAL_LINK_TYPES",
     "BankShape",
     "KeywordPlan",
+    "KeywordPrior",
     "RecallFilters",
     "bank_shape",
     "compile_filters",
@@ -224,6 +225,53 @@ async def semantic_search(
         return await conn.fetch(sql, *args)
 
 
+@dataclass(frozen=True, slots=True)
+class KeywordPrior:
+    """What each query word tells before the bank says anything: its share of general-English
+    words (recall_api/recall/word_prior.py). BM25's idf is over documents, so a share ``f``
+    becomes the chance that a fact of ``fact_words`` words holds the lexeme (its forms'
+    shares summed), ``p = 1 - exp(-fact_words * f)``. A lexeme at most as common as
+    ``rare_frequency`` weighs in full; a commoner one by its information relative to that,
+    ``ln p / ln p_rare``. ``bank_weight`` in [0, 1] is how much the bank's own document
+    frequencies are trusted instead (1: plain BM25); the weight is ``bank_weight + (1 -
+    bank_weight) * prior``."""
+
+    words: Sequence[str] = ()
+    frequencies: Sequence[float] = ()
+    bank_weight: float = 1.0
+    rare_frequency: float = 1e-6
+    fact_words: float = 20.0
+
+
+_NO_PRIOR = KeywordPrior()
+
+
+def _prior_cte(first: int) -> str:
+    """The ``prior`` CTE, per lexeme of the query words, its weight; its parameters are
+    ``$first..$first+4``: words, their shares, the bank weight, the rare share, fact words."""
+    w, f, b, r, n = (f"${i}" for i in range(first, first + 5))
+    return f"""
+        prior AS (
+            SELECT l.lexeme,
+                   {b}::float8 + (1 - {b}::float8) * least(1.0,
+                       ln(greatest(1 - exp(-{n}::float8 * sum(p.freq)), 1e-12))
+                       / ln(1 - exp(-{n}::float8 * {r}::float8))) AS w
+            FROM unnest({w}::text[], {f}::float8[]) AS p(word, freq),
+                 unnest(to_tsvector('english', p.word)) AS l
+            GROUP BY l.lexeme
+        )"""
+
+
+def _prior_args(prior: KeywordPrior) -> list[object]:
+    return [
+        list(prior.words),
+        [float(x) for x in prior.frequencies],
+        prior.bank_weight,
+        prior.rare_frequency,
+        prior.fact_words,
+    ]
+
+
 async def keyword_search(
     conn: asyncpg.Connection,
     bank_id: str,
@@ -232,6 +280,7 @@ async def keyword_search(
     limit: int,
     filters: RecallFilters,
     bank_size: int,
+    prior: KeywordPrior = _NO_PRIOR,
 ) -> list[asyncpg.Record]:
     """``(id, score, full_match)`` ranked by BM25 (k1 = 1.2, b = 0.75) over the stemmed lexemes;
     ``full_match`` is what an average-length fact holding every query lexeme once would score.
@@ -243,8 +292,11 @@ async def keyword_search(
 
     A fact's term frequencies are read by marking the query's lexemes (setweight) and keeping
     only those (ts_filter), in C, rather than unnesting every lexeme of every candidate.
+
+    Each lexeme's contribution is scaled by its ``prior`` weight; ``full_match`` is not, so
+    a match on common words alone covers less of the question than one on telling words.
     """
-    where, params = compile_filters(filters, 5)
+    where, params = compile_filters(filters, 10)
     sql = f"""
         WITH q AS (SELECT websearch_to_tsquery('english', $2) AS tsq),
         terms AS (SELECT array_agg(lexeme) AS lexemes FROM unnest(to_tsvector('english', $2))),
@@ -261,22 +313,24 @@ async def keyword_search(
             SELECT c.id, c.dl, t.lexeme, greatest(cardinality(t.positions), 1)::float8 AS tf
             FROM cand c, terms, unnest(ts_filter(setweight(c.search, 'A', terms.lexemes), '{{a}}')) t
         ),
-        df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),
+        df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),{_prior_cte(5)},
         full_match AS (
             SELECT coalesce(sum(ln(1 + ($4::float8 - coalesce(df.df, 0) + 0.5)
                                        / (coalesce(df.df, 0) + 0.5))), 0) AS v
             FROM (SELECT DISTINCT unnest(terms.lexemes) AS lexeme FROM terms) t LEFT JOIN df USING (lexeme)
         )
         SELECT tf.id,
-               sum(ln(1 + ($4::float8 - df.df + 0.5) / (df.df + 0.5))
+               sum(ln(1 + ($4::float8 - df.df + 0.5) / (df.df + 0.5)) * coalesce(prior.w, 1)
                    * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score,
                max(full_match.v) AS full_match
-        FROM tf JOIN df USING (lexeme), avgdl, full_match
+        FROM tf JOIN df USING (lexeme) LEFT JOIN prior USING (lexeme), avgdl, full_match
         GROUP BY tf.id
         ORDER BY score DESC, tf.id
         LIMIT $3
     """
-    return await conn.fetch(sql, bank_id, or_query, limit, float(max(bank_size, 1)), *params)
+    return await conn.fetch(
+        sql, bank_id, or_query, limit, float(max(bank_size, 1)), *_prior_args(prior), *params
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,13 +375,14 @@ async def bounded_keyword_search(
     max_candidates: int,
     filters: RecallFilters,
     bank_size: int,
+    prior: KeywordPrior = _NO_PRIOR,
 ) -> list[asyncpg.Record]:
     """``(id, score, full_match)`` by the same BM25 as `keyword_search`, over the facts of the plan's
     essential lexemes only (at most ``max_candidates``), each scored on every query lexeme
-    with the bank's document frequencies."""
+    with the bank's document frequencies and its ``prior`` weight."""
     if not plan.essential:
         return []
-    where, params = compile_filters(filters, 8)
+    where, params = compile_filters(filters, 13)
     sql = f"""
         WITH terms AS (SELECT * FROM unnest($2::text[], $3::float8[]) AS t(lexeme, df)),
         cand AS (
@@ -340,12 +395,12 @@ async def bounded_keyword_search(
         tf AS (
             SELECT c.id, c.dl, t.lexeme, greatest(cardinality(t.positions), 1)::float8 AS tf
             FROM cand c, unnest(ts_filter(setweight(c.search, 'A', $2::text[]), '{{a}}')) t
-        )
+        ),{_prior_cte(8)}
         SELECT tf.id,
-               sum(ln(1 + ($6::float8 - terms.df + 0.5) / (terms.df + 0.5))
+               sum(ln(1 + ($6::float8 - terms.df + 0.5) / (terms.df + 0.5)) * coalesce(prior.w, 1)
                    * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / avgdl.v))) AS score,
                (SELECT sum(ln(1 + ($6::float8 - t.df + 0.5) / (t.df + 0.5))) FROM terms t) AS full_match
-        FROM tf JOIN terms USING (lexeme), avgdl
+        FROM tf JOIN terms USING (lexeme) LEFT JOIN prior USING (lexeme), avgdl
         GROUP BY tf.id
         ORDER BY score DESC, tf.id
         LIMIT $7
@@ -360,6 +415,7 @@ async def bounded_keyword_search(
         max_candidates,
         float(max(bank_size, 1)),
         limit,
+        *_prior_args(prior),
         *params,
     )
 
@@ -390,7 +446,7 @@ async def graph_expand(
     with its own similarity, so it keeps its place against its neighbours. Non-causal links are stored once per pair, so links
     are followed in both directions; causal ones too (cause and effect both explain).
     """
-    where, params = compile_filters(filters, 12)
+    where, params = compile_filters(filters, 13)
     causal = ", ".join(f"'{t}'" for t in CAUSAL_LINK_TYPES)
     sql = f"""
         WITH seeds AS (

@@ -57,6 +57,10 @@ class Settings(BaseSettings):
         description="local embedding model: ONNX Runtime (same vectors, faster; torch when it "
         "cannot export the model) or torch",
     )
+    embedding_coalesce: bool = Field(
+        default=True,
+        description="concurrent query embeddings share ONNX passes (inference/coalesce.py)",
+    )
     # Reranking: a CrossEncoder name or path, or, with reranker_base_url, the model a
     # TEI/Cohere-style /rerank endpoint serves; none means scores spread from the fused rank.
     reranker_model: str | None = None

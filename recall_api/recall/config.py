@@ -97,6 +97,17 @@ class RecallConfig(BaseModel):
     # between arms, not relevance.
     relevance: Literal["cosine", "fused"] = "cosine"
     keyword_weight: float = Field(default=0.5, ge=0.0)
+    # BM25 learns that a word is common only from the bank's facts: in a bank of ten, "live"
+    # and "Kojo" each occur once and weigh the same. Each query lexeme is also weighed by how
+    # common it is in general English (recall/word_prior.py), as the chance that a fact of
+    # `keyword_prior_fact_words` words holds it: a word at most as common as Zipf
+    # `keyword_prior_rare_zipf` (once per million words: "pastry", most names) counts in
+    # full, a commoner one by its information relative to that ("live" ~0.4, "have" ~0.16).
+    # The bank's own frequencies take over as it grows: they get N / (N + keyword_prior_facts)
+    # of the weight, general English the rest; 0 = plain BM25.
+    keyword_prior_facts: int = Field(default=100, ge=0)
+    keyword_prior_fact_words: int = Field(default=20, ge=1)  # a fact: a sentence or two
+    keyword_prior_rare_zipf: float = Field(default=3.0, gt=0.0, lt=9.0)
 
     # mpfp measured better than bfs on LoCoMo's strict metrics (Rt@10 0.722 vs 0.710, A@1024
     # 0.703 vs 0.697), at a higher latency; a request or the bank's config may choose.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -201,6 +201,28 @@ class _Query:
     vector: np.ndarray | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """What the question says before any embedding: enough to start the arms that need no vector."""
+
+    window: QueryWindow | None
+    anchor: EventAnchor | None
+    keyword_text: str
+    without: str | None  # the question without ubiquitous names, when blended in
+    needs_vector: bool
+
+
+def _read_question(req: RecallRequest, shape: sql.BankShape, cfg: RecallConfig, now: datetime) -> _Question:
+    window = query_window(req.query, now)
+    anchor = event_anchor(req.query) if window is None else None
+    needs_vector = anchor is not None or any(spec.needs_vector for spec in enabled_specs(cfg))
+    stripped = strip_names(req.query, shape.names) if shape.names else req.query  # once, for both uses
+    blending = needs_vector and cfg.query_as_asked_weight < 1.0
+    without = worth_embedding(req.query, stripped) if blending and shape.names else None
+    keyword_text = stripped if cfg.keyword_without_names else req.query
+    return _Question(window, anchor, keyword_text, without, needs_vector)
+
+
 async def _understand(
     pool: asyncpg.Pool,
     embedder: Embedder,
@@ -209,49 +231,58 @@ async def _understand(
     req: RecallRequest,
     cfg: RecallConfig,
     now: datetime,
+    question: _Question,
 ) -> _Query:
-    """Time window, ubiquitous names, and the query vector (blended when names were taken out)."""
-    window = query_window(req.query, now)
-    anchor = event_anchor(req.query) if window is None else None
-    needs_vector = anchor is not None or any(spec.needs_vector for spec in enabled_specs(cfg))
-    stripped = strip_names(req.query, shape.names) if shape.names else req.query  # once, for both uses
-    blending = needs_vector and cfg.query_as_asked_weight < 1.0
-    without = worth_embedding(req.query, stripped) if blending and shape.names else None
-    keyword_text = stripped if cfg.keyword_without_names else req.query
-    if not needs_vector:
-        return _Query(shape, window, keyword_text, without, None)
+    """The query vector (blended when names were taken out) and an event's time window."""
+    window, anchor, without = question.window, question.anchor, question.without
+    if not question.needs_vector:
+        return _Query(shape, window, question.keyword_text, without, None)
     texts = [req.query] if anchor is None else [req.query, anchor.event]
     vectors = await embedder.aencode([*texts, without] if without else texts)
     vector = blend(vectors[0], vectors[-1], cfg.query_as_asked_weight) if without else vectors[0]
     if anchor is not None:
         window = await _anchored(pool, shape, bank_id, anchor, vectors[1], now, cfg)
-    return _Query(shape, window, keyword_text, without, vector)
+    return _Query(shape, window, question.keyword_text, without, vector)
 
 
-async def _retrieve(
-    pool: asyncpg.Pool, bank_id: str, req: RecallRequest, cfg: RecallConfig, query: _Query
-) -> tuple[ArmContext, list[ArmResult]]:
-    # Every arm starts at once; one that builds on others' hits (graph) awaits them in ctx.others.
-    tasks: dict[str, asyncio.Future[ArmResult]] = {}
-    ctx = ArmContext(
+def _arm_context(
+    bank_id: str,
+    req: RecallRequest,
+    cfg: RecallConfig,
+    shape: sql.BankShape,
+    keyword_text: str,
+    tasks: dict[str, asyncio.Future[ArmResult]],
+) -> ArmContext:
+    """The arms' context before the query vector and the time window are known."""
+    return ArmContext(
         bank_id=bank_id,
-        keyword_text=query.keyword_text,
-        embedding=query.vector,
+        keyword_text=keyword_text,
+        embedding=None,
         filters=_filters(req),
         limit=budget_to_limit(req.budget),
         cfg=cfg,
-        bank_size=query.shape.size,
-        window=query.window,
-        ubiquitous_entities=query.shape.entity_ids,
-        indexed=query.shape.indexed,
-        keyword_stats=query.shape.keyword_stats,
+        bank_size=shape.size,
+        ubiquitous_entities=shape.entity_ids,
+        indexed=shape.indexed,
+        keyword_stats=shape.keyword_stats,
         others=OtherArms(tasks),
     )
-    tasks.update(
-        {spec.name: asyncio.ensure_future(run_arm(pool, spec.name, ctx)) for spec in enabled_specs(cfg)}
-    )
-    results = await asyncio.gather(*tasks.values())
-    return ctx, list(results)
+
+
+def _start_arms(
+    pool: asyncpg.Pool, ctx: ArmContext, tasks: dict[str, asyncio.Future[ArmResult]], *, vector_free: bool
+) -> None:
+    """Start the enabled arms not started yet (only those that need no vector if ``vector_free``);
+    one that builds on others' hits (graph) awaits them in ctx.others."""
+    for spec in enabled_specs(ctx.cfg):
+        if spec.name not in tasks and not (vector_free and spec.needs_vector):
+            tasks[spec.name] = asyncio.ensure_future(run_arm(pool, spec.name, ctx))
+
+
+async def _cancel(tasks: dict[str, asyncio.Future[ArmResult]]) -> None:
+    for task in tasks.values():
+        task.cancel()
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
 
 
 async def _hydrate(
@@ -319,7 +350,10 @@ async def run_recall(
     req: RecallRequest,
     *,
     max_consistency_wait_s: float,
+    early_arms: bool = True,
 ) -> RecallResponse:
+    """One recall. ``early_arms=False`` starts every arm after the embedding (as before they
+    overlapped it), for side-by-side benchmarks only: the results are the same."""
     cfg = resolve_preset(req.preset)
     lap = _Laps()
     if req.after is not None:
@@ -332,9 +366,21 @@ async def run_recall(
         pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
     )
     cfg = with_graph_choice(cfg, graph_choice(req.graph_retriever, shape.graph_retriever), req.preset)
-    query = await _understand(pool, embedder, shape, bank_id, req, cfg, now)
+    question = _read_question(req, shape, cfg, now)
+    tasks: dict[str, asyncio.Future[ArmResult]] = {}
+    ctx = _arm_context(bank_id, req, cfg, shape, question.keyword_text, tasks)
+    if early_arms:  # the keyword arm's statements run while the question is embedded
+        _start_arms(pool, ctx, tasks, vector_free=True)
+    try:
+        query = await _understand(pool, embedder, shape, bank_id, req, cfg, now, question)
+    except BaseException:
+        await _cancel(tasks)
+        raise
     lap("embed")
-    ctx, results = await _retrieve(pool, bank_id, req, cfg, query)
+    ctx = replace(ctx, embedding=query.vector, window=query.window)
+    _start_arms(pool, ctx, tasks, vector_free=False)
+    # In the arms' configured order, whatever order they started in: fusion's ties follow it.
+    results = list(await asyncio.gather(*(tasks[spec.name] for spec in enabled_specs(cfg))))
     lap("arms")
     boosts = dict(cfg.arm_boosts)
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)

@@ -134,18 +134,28 @@ async def test_keyword_coverage_says_how_much_of_the_question_a_match_covers(
             Unit("Ingrid plays the cello in an amateur orchestra."),
         ],
     )
-    cfg = RecallConfig()
-    ctx = ArmContext(
-        bank, "Which polar institute does she work at these days?", None, sql.RecallFilters(), 10, cfg, 3
-    )
-    result = await run_arm(db, "keyword", ctx)
-    coverage = {h.unit_id: h.detail["coverage"] for h in result.hits}
-    texts = dict(await db.fetch("SELECT id, text FROM memory_units WHERE bank_id = $1", bank))
-    by_text = {texts[uid]: c for uid, c in coverage.items()}
-    institute = next(c for t, c in by_text.items() if "institute" in t)
-    day = next(c for t, c in by_text.items() if "day" in t)
+    question = "Which polar institute does she work at these days?"
+
+    async def coverages(cfg: RecallConfig) -> dict[str, float]:
+        result = await run_arm(
+            db, "keyword", ArmContext(bank, question, None, sql.RecallFilters(), 10, cfg, 3)
+        )
+        texts = dict(await db.fetch("SELECT id, text FROM memory_units WHERE bank_id = $1", bank))
+        return {texts[h.unit_id]: h.detail["coverage"] for h in result.hits}
+
+    def day_and_institute(by_text: dict[str, float]) -> tuple[float, float]:
+        assert not any("cello" in t for t in by_text)
+        return (
+            next(c for t, c in by_text.items() if "day" in t),
+            next(c for t, c in by_text.items() if "institute" in t),
+        )
+
+    # Plain BM25 (no general-English prior): the share of the question's idf a fact matches.
+    day, institute = day_and_institute(await coverages(RecallConfig(keyword_prior_facts=0)))
     assert 0.0 < day < 0.35 < institute <= 1.0
-    assert not any("cello" in t for t in by_text)
+    # With the prior, "day" (common in any English) covers less still against "polar institute".
+    day_prior, institute_prior = day_and_institute(await coverages(RecallConfig()))
+    assert 0.0 < day_prior < day and day_prior / institute_prior < day / institute
 
 
 async def test_bounded_keyword_arm_scores_the_rare_terms_facts_first(db: asyncpg.Pool, bank: str) -> None:

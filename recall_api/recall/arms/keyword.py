@@ -8,11 +8,13 @@ from collections.abc import Sequence
 import asyncpg
 
 from tempr.recall_api.recall.arms.base import ArmContext, ArmHit, ArmResult, recall_arm
+from tempr.recall_api.recall.config import RecallConfig
 from tempr.recall_api.recall.inflections import word_forms
+from tempr.recall_api.recall.word_prior import word_frequencies, zipf_to_frequency
 from tempr.store import recall as sql
 from tempr.store.keyword_stats import query_lexemes
 
-__all__ = ["keyword_arm", "keyword_or_query"]
+__all__ = ["keyword_arm", "keyword_or_query", "keyword_prior"]
 
 _WORD = re.compile(r"\w+")
 
@@ -40,10 +42,32 @@ async def keyword_arm(pool: asyncpg.Pool, ctx: ArmContext) -> ArmResult:
         return await _matches(conn, ctx, or_query)
 
 
+def keyword_prior(or_query: str, bank_size: int, cfg: RecallConfig) -> sql.KeywordPrior:
+    """The general-English prior on the query's terms, trusted less as the bank grows."""
+    if not cfg.keyword_prior_facts:
+        return sql.KeywordPrior()
+    words, frequencies = word_frequencies(or_query.split(" or "))
+    size = max(bank_size, 0)
+    return sql.KeywordPrior(
+        words,
+        frequencies,
+        bank_weight=size / (size + cfg.keyword_prior_facts),
+        rare_frequency=zipf_to_frequency(cfg.keyword_prior_rare_zipf),
+        fact_words=cfg.keyword_prior_fact_words,
+    )
+
+
 async def _matches(conn: asyncpg.Connection, ctx: ArmContext, or_query: str) -> ArmResult:
+    prior = keyword_prior(or_query, ctx.bank_size, ctx.cfg)
     if not ctx.keyword_stats:
         rows = await sql.keyword_search(
-            conn, ctx.bank_id, or_query, limit=ctx.limit, filters=ctx.filters, bank_size=ctx.bank_size
+            conn,
+            ctx.bank_id,
+            or_query,
+            limit=ctx.limit,
+            filters=ctx.filters,
+            bank_size=ctx.bank_size,
+            prior=prior,
         )
         return ArmResult("keyword", _keyword_hits(rows), note=or_query)
     cap = ctx.cfg.keyword_max_candidates
@@ -56,6 +80,7 @@ async def _matches(conn: asyncpg.Connection, ctx: ArmContext, or_query: str) -> 
         max_candidates=cap,
         filters=ctx.filters,
         bank_size=ctx.bank_size,
+        prior=prior,
     )
     hits = _keyword_hits(rows)
     bound = "all terms" if plan.complete else f"rarest {len(plan.essential)}/{len(plan.frequencies)} terms"
