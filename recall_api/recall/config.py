@@ -97,6 +97,11 @@ class RecallConfig(BaseModel):
     # between arms, not relevance.
     relevance: Literal["cosine", "fused"] = "cosine"
     keyword_weight: float = Field(default=0.5, ge=0.0)
+    # Relevance without a cross-encoder reads no grammar: "Kwame's brother Kojo lives in
+    # Accra" matches "Where does Kwame live?" as well as Kwame's own facts do. A fact that
+    # opens with a relative of the person the question asks about is about that relative
+    # (recall/subject.py), and its relevance is multiplied by this; 1 = off.
+    other_subject_factor: float = Field(default=0.8, gt=0.0, le=1.0)
     # BM25 learns that a word is common only from the bank's facts: in a bank of ten, "live"
     # and "Kojo" each occur once and weigh the same. Each query lexeme is also weighed by how
     # common it is in general English (recall/word_prior.py), as the chance that a fact of

@@ -27,6 +27,7 @@ from tempr.recall_api.recall.packing import pack_by_tokens
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
 from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
+from tempr.recall_api.recall.subject import asked_about, relative_of
 from tempr.recall_api.recall.temporal import (
     EventAnchor,
     QueryWindow,
@@ -312,9 +313,12 @@ async def _rerank(
         and all(s.row["cosine"] is not None for s in items)
     ):
         lexical = {h.unit_id: h.detail["coverage"] for r in arms if r.arm == "keyword" for h in r.hits}
+        asked = asked_about(query) if cfg.other_subject_factor < 1.0 else frozenset()
         for s in items:
             cosine = max(float(s.row["cosine"]), 0.0)
             s.rerank = cosine + cfg.keyword_weight * lexical.get(s.cand.unit_id, 0.0)
+            if asked and relative_of(s.row["text"]) in asked:
+                s.rerank *= cfg.other_subject_factor
         return "cosine+keyword" if lexical and cfg.keyword_weight else "cosine"
     docs = [format_candidate(s.row["text"], s.when) for s in items]
     scores, method = await rerank_scores(cross_encoder, query, docs, [s.cand.fused_score for s in items])
