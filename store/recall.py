@@ -446,7 +446,7 @@ async def graph_expand(
     with its own similarity, so it keeps its place against its neighbours. Non-causal links are stored once per pair, so links
     are followed in both directions; causal ones too (cause and effect both explain).
     """
-    where, params = compile_filters(filters, 13)
+    where, params = compile_filters(filters, 12)
     causal = ", ".join(f"'{t}'" for t in CAUSAL_LINK_TYPES)
     sql = f"""
         WITH seeds AS (
