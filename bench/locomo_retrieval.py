@@ -52,6 +52,7 @@ TEMPR_PRESETS = {
     "tempr": "default",
     "tempr-no-graph": "no-graph",
     "tempr-no-diversity": "no-diversity",
+    "tempr-no-passage": "no-passage",
     "tempr-no-temporal": "no-temporal",
     "tempr-no-keyword": "no-keyword",
     "tempr-no-rerank": "no-rerank",

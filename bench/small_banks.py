@@ -39,6 +39,7 @@ PRESETS = (
     "no-keyword",
     "no-rerank",
     "no-diversity",
+    "no-passage",
     "no-name-blend",
     "semantic-only",
     "keyword-only",

@@ -102,6 +102,15 @@ class RecallConfig(BaseModel):
     # opens with a relative of the person the question asks about is about that relative
     # (recall/subject.py), and its relevance is multiplied by this; 1 = off.
     other_subject_factor: float = Field(default=0.8, gt=0.0, le=1.0)
+    # A fact amid talk about the question is likelier to answer it than the same words amid
+    # other talk ("It was great, the kids loved it" after a turn about the pottery class).
+    # Relevance is blended with the best relevance among the candidates from its passage: its
+    # own turns and the `passage_turns` before and after each in the same conversation
+    # (recall/passages.py). On LoCoMo and the held-out set every width from 1 to 8 turns and
+    # every weight from 0.2 to 0.5 measured +0.02 to +0.05 Rt@10 (docs/benchmarks.md, "Recall
+    # quality, stop 16"); 0 = off. A bank of one-statement conversations has no passages.
+    passage_weight: float = Field(default=0.35, ge=0.0, lt=1.0)
+    passage_turns: int = Field(default=2, ge=0)
     # BM25 learns that a word is common only from the bank's facts: in a bank of ten, "live"
     # and "Kojo" each occur once and weigh the same. Each query lexeme is also weighed by how
     # common it is in general English (recall/word_prior.py), as the chance that a fact of
@@ -216,6 +225,8 @@ PRESETS: dict[str, RecallConfig] = {
     "no-keyword": RecallConfig(keyword=False),
     # Keeps fusion order, scores with synthetic RRF-rank scores instead of a cross-encoder.
     "no-rerank": RecallConfig(rerank=False, relevance="fused"),
+    # Each fact scored alone, without the relevance of the turns around it.
+    "no-passage": RecallConfig(graph=False, passage_weight=0.0),
     # Plain ranking: no MMR, and facts repeating already-shown sources keep their place.
     "no-diversity": RecallConfig(diversify_sources=False, mmr_weight=1.0),
     # Names in most facts count like any word: in the query vector and in the keyword query.

@@ -24,6 +24,7 @@ from tempr.recall_api.recall.arms.graph import graph_choice, with_graph_choice
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from tempr.recall_api.recall.packing import pack_by_tokens
+from tempr.recall_api.recall.passages import passage_relevance
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
 from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
@@ -37,7 +38,7 @@ from tempr.recall_api.recall.temporal import (
 )
 from tempr.schemas.api import ConsistencyToken
 from tempr.schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
-from tempr.store import corrections, messages
+from tempr.store import corrections, messages, turn_order
 from tempr.store import recall as sql
 
 __all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
@@ -327,6 +328,19 @@ async def _rerank(
     return method
 
 
+async def _in_passages(pool: asyncpg.Pool, bank_id: str, items: list[Scored], cfg: RecallConfig) -> None:
+    """Blend each candidate's relevance with its passage's (recall/passages.py)."""
+    if cfg.passage_weight <= 0.0 or len(items) < 2:
+        return
+    sources = [t for s in items for t in s.row["source_message_ids"]]
+    nearby = await turn_order.nearby_turns(pool, bank_id, sources, width=cfg.passage_turns)
+    blended = passage_relevance(
+        items, [s.rerank for s in items], lambda s: s.row["source_message_ids"], nearby, cfg.passage_weight
+    )
+    for s, score in zip(items, blended, strict=True):
+        s.rerank = score
+
+
 def _order(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContext) -> list[Scored]:
     """Boosts, then diversity: the final ranking."""
     _apply_boosts(items, cfg, now, ctx)
@@ -397,6 +411,8 @@ async def run_recall(
     lap("hydrate")
     rerank_method = await _rerank(reranker, req.query, items, cfg, results)
     lap("rerank")
+    await _in_passages(pool, bank_id, items, cfg)
+    lap("passages")
     ranked = _order(items, cfg, now, ctx)
     considered = ranked[: ctx.limit * cfg.packing_pool_factor]
     lap("boosts")

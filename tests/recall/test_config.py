@@ -20,6 +20,7 @@ EXPECTED_PRESETS = {
     "no-keyword",
     "no-rerank",
     "no-diversity",
+    "no-passage",
     "semantic-only",
     "keyword-only",
 }
