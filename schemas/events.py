@@ -157,11 +157,10 @@ class ExtractedFact(BaseModel):
     evidence_ids: list[UUID] = Field(default_factory=list)
 
 
-class FactsEvent(_Event):
-    """Facts of one chunk (tempr.facts.v1). `message_event_ids` are the journal rows covered."""
+class _ChunkFacts(_Event):
+    """What the facts and graph events of one chunk share. `message_event_ids` are the journal
+    rows covered; `message_parts` those of them the chunk holds only one part of."""
 
-    event_type: Literal["facts"] = "facts"
-    schema_version: Literal[1] = 1
     bank_id: BankId
     chunk_id: UUID
     chunk_text: str = ""
@@ -172,6 +171,13 @@ class FactsEvent(_Event):
     facts: list[ExtractedFact] = Field(default_factory=list)
     # Set when the one fact is a correction of a stored fact (`FactCorrection`), not new.
     correction_id: UUID | None = None
+
+
+class FactsEvent(_ChunkFacts):
+    """Facts of one chunk (tempr.facts.v1)."""
+
+    event_type: Literal["facts"] = "facts"
+    schema_version: Literal[1] = 1
 
 
 class ResolvedEntity(BaseModel):
@@ -195,23 +201,14 @@ class MemoryLink(BaseModel):
     weight: float = Field(ge=0.0, le=1.0)
 
 
-class GraphEvent(_Event):
+class GraphEvent(_ChunkFacts):
     """Everything the materializer writes for one chunk (tempr.graph.v1)."""
 
     event_type: Literal["graph"] = "graph"
     schema_version: Literal[1] = 1
-    bank_id: BankId
-    chunk_id: UUID
-    chunk_text: str = ""
-    conversation_id: str | None = None
-    document_id: str | None = None
-    message_event_ids: list[UUID]
-    message_parts: list[MessagePart] = Field(default_factory=list)
-    facts: list[ExtractedFact] = Field(default_factory=list)
     entities: list[ResolvedEntity] = Field(default_factory=list)
     unit_entities: list[UnitEntity] = Field(default_factory=list)
     links: list[MemoryLink] = Field(default_factory=list)
-    correction_id: UUID | None = None
 
 
 class OpinionUpdate(_Event):
