@@ -328,12 +328,20 @@ async def _rerank(
     return method
 
 
-async def _in_passages(pool: asyncpg.Pool, bank_id: str, items: list[Scored], cfg: RecallConfig) -> None:
+async def _nearby_turns(
+    pool: asyncpg.Pool, bank_id: str, survivors: list[fusion.Candidate], cfg: RecallConfig
+) -> dict[str, list[str]]:
+    """The turns around the candidates' turns (read while the candidates are fetched)."""
+    if cfg.passage_weight <= 0.0 or len(survivors) < 2:
+        return {}
+    ids = [c.unit_id for c in survivors]
+    return await turn_order.nearby_turns(pool, bank_id, width=cfg.passage_turns, unit_ids=ids)
+
+
+def _in_passages(items: list[Scored], nearby: dict[str, list[str]], cfg: RecallConfig) -> None:
     """Blend each candidate's relevance with its passage's (recall/passages.py)."""
     if cfg.passage_weight <= 0.0 or len(items) < 2:
         return
-    sources = [t for s in items for t in s.row["source_message_ids"]]
-    nearby = await turn_order.nearby_turns(pool, bank_id, sources, width=cfg.passage_turns)
     blended = passage_relevance(
         items, [s.rerank for s in items], lambda s: s.row["source_message_ids"], nearby, cfg.passage_weight
     )
@@ -407,12 +415,13 @@ async def run_recall(
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
-    items = await _hydrate(pool, bank_id, survivors, query.vector, cfg)
+    items, nearby = await asyncio.gather(
+        _hydrate(pool, bank_id, survivors, query.vector, cfg), _nearby_turns(pool, bank_id, survivors, cfg)
+    )
     lap("hydrate")
     rerank_method = await _rerank(reranker, req.query, items, cfg, results)
+    _in_passages(items, nearby, cfg)
     lap("rerank")
-    await _in_passages(pool, bank_id, items, cfg)
-    lap("passages")
     ranked = _order(items, cfg, now, ctx)
     considered = ranked[: ctx.limit * cfg.packing_pool_factor]
     lap("boosts")

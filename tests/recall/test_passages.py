@@ -80,3 +80,14 @@ async def test_nearby_turns_follow_the_journal_within_the_conversation(db: async
     assert sorted(wide["a4"]) == ["a2", "a3"]
     assert await nearby_turns(db, bank, ["a2"], width=0) == {}
     assert await nearby_turns(db, f"{bank}-other", ["a2"], width=1) == {}
+    # Recall asks by the facts it is fetching: the turns they cite.
+    exchange, other_bank = uuid.uuid4(), uuid.uuid4()
+    await db.executemany(
+        "INSERT INTO memory_units (id, bank_id, text, fact_type, source_message_ids) VALUES ($1, $2, $3, 'world', $4)",
+        [
+            (exchange, bank, "a reply to a question", ["a2", "a3"]),
+            (other_bank, f"{bank}-x", "elsewhere", ["b1"]),
+        ],
+    )
+    by_units = await nearby_turns(db, bank, width=1, unit_ids=[exchange, other_bank])
+    assert {k: sorted(v) for k, v in by_units.items()} == {"a2": ["a1", "a3"], "a3": ["a2", "a4"]}
