@@ -22,6 +22,7 @@ EXPECTED_PRESETS = {
     "no-diversity",
     "semantic-only",
     "keyword-only",
+    "unproven-keyword-cut",
 }
 
 
