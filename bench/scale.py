@@ -100,6 +100,7 @@ async def _keyword_overlap(
     deep = budget_to_limit("mid")
     out: dict[int, dict[str, Any]] = {}
     async with pool.acquire() as conn:
+        gin = await conn.fetchval("SELECT index_name FROM bank_keyword_indexes WHERE bank_id = $1", bank)
         full: dict[str, list[Any]] = {}
         exact: dict[str, dict[int, list[Any]]] = {}
         for q in questions:
@@ -115,42 +116,32 @@ async def _keyword_overlap(
             )
             exact[text] = {50: [h.id for h in every[:50]], deep: [h.id for h in every]}
         for cap in caps:
-            runs: dict[str, list[tuple[float, float, str, int, bool]]] = {
-                "rarest": [],
-                "maxscore": [],
-                f"maxscore@{deep}": [],
-                f"maxscore@{deep} no row bound": [],
-            }
+            runs: dict[str, list[tuple[float, float, str, int, bool]]] = {}
             for text, ref in full.items():
-                started = time.perf_counter()
-                plan = sql.keyword_plan(await query_lexemes(conn, bank, text), max_candidates=cap)
-                bounded = await sql.bounded_keyword_search(
-                    conn, bank, plan, limit=50, max_candidates=cap, filters=_ANY, bank_size=size
-                )
-                ms = (time.perf_counter() - started) * 1000
-                runs["rarest"].append((_overlap([r["id"] for r in bounded], ref), ms, text, 0, plan.complete))
-                for name, k, row_bound in (
-                    ("maxscore", 50, True),
-                    (f"maxscore@{deep}", deep, True),
-                    (f"maxscore@{deep} no row bound", deep, False),
-                ):
-                    started = time.perf_counter()
-                    terms, avg_length = await keyword_bound.term_stats(conn, bank, text, sql.KeywordPrior())
-                    assert avg_length is not None
-                    found = await keyword_bound.bounded_search(
-                        conn,
-                        bank,
-                        terms,
-                        avg_length,
-                        bank_size=size,
-                        limit=k,
-                        max_candidates=cap,
-                        filters=_ANY,
-                        row_bound=row_bound,
-                    )
-                    ms = (time.perf_counter() - started) * 1000
-                    ov = _overlap([h.id for h in found.hits], exact[text][k])
-                    runs[name].append((ov, ms, text, found.candidates, found.proven))
+                for shared in (False, True) if gin else (False,):
+                    # The bank's own GIN index dropped inside a transaction rolled back: the
+                    # same searches on the shared index only, question by question.
+                    tx = conn.transaction()
+                    await tx.start()
+                    try:
+                        if shared:
+                            await conn.execute(f"DROP INDEX {gin}")
+                        for name, result in (
+                            await _keyword_searches(conn, bank, size, text, cap, deep)
+                        ).items():
+                            suffix = " (shared GIN)" if shared else ""
+                            if name == "arm":  # its top 50 (proven) and its ranks to `deep`
+                                for k in (50, deep):
+                                    ov = _overlap(result[0][:k], exact[text][k])
+                                    runs.setdefault(f"arm {deep}, top 50 proven @{k}{suffix}", []).append(
+                                        (ov, *result[1:])
+                                    )
+                                continue
+                            k = deep if name == f"maxscore@{deep}" else 50
+                            ov = _overlap(result[0], ref if name == "rarest" else exact[text][k])
+                            runs.setdefault(name + suffix, []).append((ov, *result[1:]))
+                    finally:
+                        await tx.rollback()
             out[cap] = {}
             for name, rs in runs.items():
                 worst = min(rs, key=lambda r: r[0])
@@ -168,6 +159,37 @@ async def _keyword_overlap(
                     "candidates_max": max(r[3] for r in rs),
                     "proven_share": float(np.mean([r[4] for r in rs])),
                 }
+    return out
+
+
+async def _keyword_searches(
+    conn: asyncpg.Connection, bank: str, size: int, text: str, cap: int, deep: int
+) -> dict[str, tuple[list[Any], float, str, int, bool]]:
+    """One question's keyword searches: ``(ids, ms, text, facts scored, proven)`` by search."""
+    out: dict[str, tuple[list[Any], float, str, int, bool]] = {}
+    started = time.perf_counter()
+    plan = sql.keyword_plan(await query_lexemes(conn, bank, text), max_candidates=cap)
+    rows = await sql.bounded_keyword_search(
+        conn, bank, plan, limit=50, max_candidates=cap, filters=_ANY, bank_size=size
+    )
+    out["rarest"] = ([r["id"] for r in rows], (time.perf_counter() - started) * 1000, text, 0, plan.complete)
+    for name, k, proven in (("maxscore", 50, 50), ("arm", deep, 50), (f"maxscore@{deep}", deep, deep)):
+        started = time.perf_counter()
+        terms, avg_length = await keyword_bound.term_stats(conn, bank, text, sql.KeywordPrior())
+        assert avg_length is not None
+        found = await keyword_bound.bounded_search(
+            conn,
+            bank,
+            terms,
+            avg_length,
+            bank_size=size,
+            limit=k,
+            proven_top=proven,
+            max_candidates=cap,
+            filters=_ANY,
+        )
+        ms = (time.perf_counter() - started) * 1000
+        out[name] = ([h.id for h in found.hits], ms, text, found.candidates, found.proven)
     return out
 
 

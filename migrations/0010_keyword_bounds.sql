@@ -1,9 +1,8 @@
--- What the bounded keyword arm needs to prove its cut (store/keyword_bound.py): the most times
--- a term occurs in a fact, the most it adds to any fact's BM25 before its idf (its count and
--- the fact's length, at the bank's average length), and that average length, now fixed per
--- bank so that a fact scores the same whichever candidates are read with it. Statistics counted before this migration
+-- What the bounded keyword arm needs to prove its cut (store/keyword_bound.py): the most a
+-- term adds to any fact's BM25 before its idf (from its count and the fact's length, at the
+-- bank's average length), and that average length, now fixed per bank so that a fact scores
+-- the same whichever candidates are read with it. Statistics counted before this migration
 -- lack them; the maintenance step counts them again.
-ALTER TABLE bank_lexemes ADD COLUMN IF NOT EXISTS max_tf integer;
 ALTER TABLE bank_lexemes ADD COLUMN IF NOT EXISTS max_share float8;
 ALTER TABLE bank_keyword_stats ADD COLUMN IF NOT EXISTS avg_length float8;
 -- A bank with keyword statistics also gets a GIN index of its own (store/keyword_indexes.py):

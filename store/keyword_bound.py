@@ -43,19 +43,16 @@ __all__ = [
 ]
 
 _K1, _B = 1.2, 0.75
-_MAX_POSITIONS = 256  # a tsvector keeps at most this many positions of one lexeme
 _SHARE_LIMIT = _K1 + 1  # tf / (tf + k1 * norm) < 1: the bound of a lexeme not counted
 
 
 @dataclass(frozen=True, slots=True)
 class TermStats:
-    """A query lexeme in the bank: document frequency (0: not seen at the refresh), the most times
-    it occurs in one fact, the most it adds to a fact's score before its idf
-    (store/keyword_stats.py), and its prior weight."""
+    """A query lexeme in the bank: document frequency (0: not seen at the refresh), the most it
+    adds to a fact's score before its idf (store/keyword_stats.py), and its prior weight."""
 
     lexeme: str
     df: int
-    max_tf: int
     max_share: float
     weight: float
 
@@ -69,7 +66,8 @@ class KeywordHit:
 @dataclass(frozen=True, slots=True)
 class KeywordResult:
     """The top hits, what a fact holding every term once scores (``full_match``), the facts
-    scored, and whether the hits are provably the top k over every matching fact."""
+    scored, and whether the first ``proven_top`` hits are provably those of scoring every
+    matching fact."""
 
     hits: list[KeywordHit]
     full_match: float
@@ -127,7 +125,7 @@ async def term_stats(
     rows = await conn.fetch(
         f"""
         WITH {_prior_cte(3)}
-        SELECT t.lexeme, coalesce(l.df, 0) AS df, l.max_tf, l.max_share, coalesce(p.w, 1) AS w, s.avg_length
+        SELECT t.lexeme, coalesce(l.df, 0) AS df, l.max_share, coalesce(p.w, 1) AS w, s.avg_length
         FROM unnest(to_tsvector('english', $2)) t
         LEFT JOIN bank_lexemes l ON l.bank_id = $1 AND l.lexeme = t.lexeme
         LEFT JOIN prior p ON p.lexeme = t.lexeme
@@ -137,27 +135,11 @@ async def term_stats(
         or_query,
         *_prior_args(prior),
     )
-    terms = [
-        TermStats(
-            r["lexeme"], r["df"], r["max_tf"] or _MAX_POSITIONS, r["max_share"] or _SHARE_LIMIT, float(r["w"])
-        )
-        for r in rows
-    ]
+    terms = [TermStats(r["lexeme"], r["df"], r["max_share"] or _SHARE_LIMIT, float(r["w"])) for r in rows]
     first = rows[0] if rows else None
     if first is None or first["avg_length"] is None:
         return terms, None
     return terms, float(first["avg_length"])
-
-
-@dataclass(frozen=True, slots=True)
-class _Prune:
-    """Read only the facts whose bound reaches ``theta``: the sum, over the ``terms`` a fact
-    holds, of each term's weight at its most repeated count in a fact of that length (and
-    at most its largest share)."""
-
-    terms: Sequence[TermStats]
-    weights: Sequence[float]
-    theta: float
 
 
 async def _score(
@@ -167,34 +149,20 @@ async def _score(
     match: str,
     *,
     exclude: str | None = None,
-    prune: _Prune | None = None,
     avg_length: float,
     max_candidates: int,
     limit: int,
     filters: RecallFilters,
 ) -> tuple[list[KeywordHit], int]:
-    """The top ``limit`` of the facts matching ``match``, not ``exclude`` and passing
-    ``prune`` (at most ``max_candidates`` read), each scored on every term; and how many were
-    read."""
+    """The top ``limit`` of the facts matching ``match`` and not ``exclude`` (at most
+    ``max_candidates`` read), each scored on every term; and how many were read."""
     args: list[object] = [bank_id, weights[0], weights[1], match, max_candidates, avg_length, limit]
 
     def bind(value: object, cast: str) -> str:
         args.append(value)
         return f"${len(args)}::{cast}"
 
-    extra = ""
-    if exclude:
-        extra += f" AND NOT (u.search @@ {bind(exclude, 'tsquery')})"
-    if prune:
-        # The bound of a fact is cheap next to its score: a lookup in its tsvector per term.
-        extra += f"""
-              AND (SELECT coalesce(sum(p.weight * least(p.share,
-                          p.tf * {_K1 + 1} / (p.tf + {_K1} * ({1 - _B} + {_B} * greatest(length(u.search), 1) / $6)))), 0)
-                   FROM unnest({bind([_quote(t.lexeme) for t in prune.terms], "text[]")},
-                               {bind(list(prune.weights), "float8[]")},
-                               {bind([float(t.max_tf) for t in prune.terms], "float8[]")},
-                               {bind([t.max_share for t in prune.terms], "float8[]")}) AS p(q, weight, tf, share)
-                   WHERE u.search @@ p.q::tsquery) >= {bind(prune.theta, "float8")}"""
+    extra = f" AND NOT (u.search @@ {bind(exclude, 'tsquery')})" if exclude else ""
     where, params = compile_filters(filters, len(args) + 1)
     rows = await conn.fetch(
         f"""
@@ -262,13 +230,14 @@ async def bounded_search(
     *,
     bank_size: int,
     limit: int,
+    proven_top: int | None = None,
     max_candidates: int,
     filters: RecallFilters,
-    row_bound: bool = True,
 ) -> KeywordResult:
     """BM25's top ``limit`` over the bank's facts matching any of ``terms``, reading the rarest
-    terms' facts first and then only the facts that could still beat the k-th score
-    (``row_bound=False``: every fact holding a set of terms that could, for benchmarks)."""
+    terms' facts first and then only the facts that could still beat the k-th score, k =
+    ``proven_top`` (default: ``limit``). Below the k-th, the hits are the best of the facts
+    read, as good as the rarest terms' facts alone or better."""
     if not terms:
         return KeywordResult([], 0.0, 0, True, 0)
     weights = _weights(terms, bank_size)
@@ -292,10 +261,9 @@ async def bounded_search(
         filters=filters,
     )
     proven = read <= max_candidates
-    left = [t for t in terms if t.lexeme not in essential]
-    rest = {t.lexeme: share_bound(t, bank_size) for t in left}
-    by_lexeme = dict(zip(*weights, strict=True))
-    theta = hits[-1].score if len(hits) >= limit else 0.0
+    rest = {t.lexeme: share_bound(t, bank_size) for t in terms if t.lexeme not in essential}
+    k = min(proven_top or limit, limit)
+    theta = hits[k - 1].score if len(hits) >= k else 0.0
     sets = covers(rest, theta * (1 - 1e-9)) if rest else []
     if sets == []:
         return KeywordResult(hits, full_match, read, proven, 1)
@@ -305,7 +273,6 @@ async def bounded_search(
         weights,
         _any_of(sets if sets is not None else [(t,) for t in rest]),
         exclude=first,
-        prune=_Prune(left, [by_lexeme[t.lexeme] for t in left], theta * (1 - 1e-9)) if row_bound else None,
         avg_length=avg_length,
         max_candidates=max_candidates + 1,
         limit=limit,

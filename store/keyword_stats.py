@@ -20,8 +20,7 @@ __all__ = ["maintain", "query_lexemes", "refresh_bank"]
 async def refresh_bank(conn: asyncpg.Connection, bank_id: str) -> int:
     """Recount the bank's lexemes (one pass over its tsvectors); returns the facts counted.
 
-    Beside each lexeme's document frequency, the most times it occurs in a fact and its largest
-    BM25 share before the idf (k1 = 1.2, b = 0.75), ``tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl /
+    Beside each lexeme's document frequency, its largest BM25 share before the idf (k1 = 1.2, b = 0.75), ``tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl /
     avgdl))`` at its most favourable fact: they bound what a fact not yet read can score
     (store/keyword_bound.py)."""
     async with conn.transaction():
@@ -39,8 +38,8 @@ async def refresh_bank(conn: asyncpg.Connection, bank_id: str) -> int:
         )
         await conn.execute(
             """
-            INSERT INTO bank_lexemes (bank_id, lexeme, df, max_tf, max_share)
-            SELECT $1, t.lexeme, count(*), max(t.tf)::int,
+            INSERT INTO bank_lexemes (bank_id, lexeme, df, max_share)
+            SELECT $1, t.lexeme, count(*),
                    max(t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * greatest(length(u.search), 1) / $2::float8)))
             FROM memory_units u,
                  LATERAL (SELECT lexeme, greatest(cardinality(positions), 1)::float8 AS tf FROM unnest(u.search)) t

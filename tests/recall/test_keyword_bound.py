@@ -30,9 +30,10 @@ def test_covers_are_the_minimal_sets_of_terms_that_reach_the_threshold() -> None
 
 
 async def _bank(db: asyncpg.Pool, bank: str) -> dict[str, list[Unit]]:
-    """312 facts: 30 long ones about an orchid (the question's rarest word), 80 long ones and 2
-    short ones naming Audrey (common), 200 naming neither. The short ones name her twice:
-    they outscore every orchid fact, which only scoring Audrey's facts can tell."""
+    """462 facts: 30 long ones about an orchid (the question's rarest word), 80 long ones and 2
+    short ones naming Audrey (common), 150 with "grew" (commoner still) and 200 with none of
+    the question's words. The short ones name Audrey twice: they outscore every orchid fact,
+    which only scoring Audrey's facts can tell. No fact of "grew" alone can."""
     units = {
         "orchid": [
             Unit(
@@ -45,6 +46,9 @@ async def _bank(db: asyncpg.Pool, bank: str) -> dict[str, list[Unit]]:
             for i in range(80)
         ],
         "audrey_short": [Unit("Audrey called Audrey."), Unit("Audrey, Audrey!")],
+        "grew": [
+            Unit(f"{PEOPLE[i % len(PEOPLE)]} grew tomatoes in the garden on day {i}.") for i in range(150)
+        ],
         "filler": [
             Unit(f"{PEOPLE[i % len(PEOPLE)]} talked about {TOPICS[i % len(TOPICS)]} on day {i}.")
             for i in range(200)
@@ -62,7 +66,7 @@ async def _search(
     text = keyword_or_query(QUESTION)
     terms, avg_length = await keyword_bound.term_stats(conn, bank, text, sql.KeywordPrior())
     assert avg_length is not None
-    args = {"bank_size": 312, "limit": limit, "filters": sql.RecallFilters()}
+    args = {"bank_size": 462, "limit": limit, "filters": sql.RecallFilters()}
     found = await keyword_bound.bounded_search(conn, bank, terms, avg_length, max_candidates=cap, **args)
     return found, await keyword_bound.exhaustive_search(conn, bank, terms, avg_length, **args)
 
@@ -74,19 +78,34 @@ async def test_maxscore_finds_the_top_k_of_scoring_every_match_and_reads_fewer(
     units = await _bank(db, bank)
     short = {u.id for u in units["audrey_short"]}
     async with db.acquire() as conn:
-        found, every = await _search(conn, bank, limit=5, cap=40)  # Audrey's 82 facts are over the cap
+        found, every = await _search(
+            conn, bank, limit=5, cap=100
+        )  # orchid 30 + Audrey 82 facts are over the cap
+        deep = await keyword_bound.bounded_search(
+            conn,
+            bank,
+            *await keyword_bound.term_stats(conn, bank, keyword_or_query(QUESTION), sql.KeywordPrior()),  # type: ignore[arg-type]
+            bank_size=462,
+            limit=50,
+            proven_top=5,
+            max_candidates=100,
+            filters=sql.RecallFilters(),
+        )
         text = keyword_or_query(QUESTION)
-        plan = sql.keyword_plan(await keyword_stats.query_lexemes(conn, bank, text), max_candidates=40)
+        plan = sql.keyword_plan(await keyword_stats.query_lexemes(conn, bank, text), max_candidates=100)
         rarest = await sql.bounded_keyword_search(
-            conn, bank, plan, limit=5, max_candidates=40, filters=sql.RecallFilters(), bank_size=312
+            conn, bank, plan, limit=5, max_candidates=100, filters=sql.RecallFilters(), bank_size=462
         )
     assert short <= {h.id for h in every[:2]}  # scoring every match puts them first
     assert not short & {r["id"] for r in rarest}  # the rarest terms' facts alone miss them
     assert [h.id for h in found.hits] == [h.id for h in every]
     assert np.allclose([h.score for h in found.hits], [h.score for h in every])
     assert found.proven and found.phases == 2
-    # The orchid facts, then only Audrey's facts whose bound reaches the 5th score: the short ones.
-    assert found.candidates == 30 + 2
+    # Deeper than the proven top: the proven 5 first, then the best of what was read.
+    assert [h.id for h in deep.hits[:5]] == [h.id for h in every] and deep.proven
+    assert len(deep.hits) == 50 and deep.candidates == found.candidates
+    # The orchid facts, then Audrey's: not the facts of "grew", whose bound is under the 5th score.
+    assert found.candidates == 30 + 82
 
 
 @pytest.mark.integration
@@ -119,13 +138,13 @@ async def test_the_keyword_arm_of_a_bank_with_statistics_returns_the_proven_top_
             filters=sql.RecallFilters(),
             limit=5,
             cfg=cfg,
-            bank_size=312,
+            bank_size=462,
             keyword_stats=True,
         )
         result = await run_arm(db, "keyword", ctx)
         return list(result.ids), result.note or ""
 
-    plain = {"keyword_prior_facts": 0, "keyword_max_candidates": 40}  # the prior is checked elsewhere
+    plain = {"keyword_prior_facts": 0, "keyword_max_candidates": 100}  # the prior is checked elsewhere
     ids, note = await arm(RecallConfig(**plain))
     assert ids == [h.id for h in (await _all(db, bank))[:5]] and "proven" in note
     assert {u.id for u in units["audrey_short"]} <= set(ids)

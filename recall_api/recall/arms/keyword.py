@@ -83,10 +83,13 @@ async def _matches(conn: asyncpg.Connection, ctx: ArmContext, or_query: str) -> 
                 avg_length,
                 bank_size=ctx.bank_size,
                 limit=ctx.limit,
+                proven_top=ctx.cfg.keyword_proven_top,
                 max_candidates=cap,
                 filters=ctx.filters,
             )
-            proof = "proven" if found.proven else "capped"
+            proof = f"top {min(ctx.cfg.keyword_proven_top, ctx.limit)} " + (
+                "proven" if found.proven else "capped"
+            )
             return ArmResult(
                 "keyword",
                 [_hit(h.id, h.score, found.full_match) for h in found.hits],
