@@ -70,6 +70,7 @@ def facts_event(chunk: ChunkEvent, facts: list[ExtractedFact]) -> FactsEvent:
         conversation_id=chunk.conversation_id,
         document_id=chunk.document_id,
         message_event_ids=[m.event_id for m in chunk.messages],
+        message_parts=chunk.message_parts,
         facts=facts,
     )
 

@@ -118,7 +118,7 @@ async def apply_graph_event(
         else lk
         for lk in event.links
     )
-    await messages.mark_processed(conn, event.message_event_ids)
+    await messages.mark_processed(conn, event.message_event_ids, event.message_parts)
     return stored
 
 

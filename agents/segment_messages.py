@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from tempr.schemas.events import (
     ChunkEvent,
     EndOfConversation,
     MessageEvent,
+    MessagePart,
     encode_event,
 )
 from tempr.schemas.ids import stable_id
@@ -58,6 +60,7 @@ class PendingChunk:
 class _Buffer:
     messages: list[MessageEvent] = field(default_factory=list)
     tokens: list[Any] = field(default_factory=list)
+    parts: list[MessagePart] = field(default_factory=list)
     chars: int = 0
     facts: int = 0
     last_seen: float = 0.0
@@ -102,18 +105,27 @@ class Segmenter:
         else:
             pieces = split_long_item(message, self.max_chars, self.max_facts)
             costs = [fact_cost(p.content) for p in pieces]
+        parts: list[MessagePart | None] = (
+            [MessagePart(event_id=message.event_id, part=i, parts=len(pieces)) for i in range(len(pieces))]
+            if len(pieces) > 1
+            else [None]
+        )
         if message.conversation_id is None:
             # The record is acked once, after its last piece is sent.
             return [
-                PendingChunk(make_chunk([piece]), [token] if i == len(pieces) - 1 else [])
-                for i, piece in enumerate(pieces)
+                PendingChunk(
+                    make_chunk([piece], [part] if part else []), [token] if i == len(pieces) - 1 else []
+                )
+                for i, (piece, part) in enumerate(zip(pieces, parts, strict=True))
             ]
         out: list[PendingChunk] = []
-        for i, (piece, piece_cost) in enumerate(zip(pieces, costs, strict=True)):
-            out.extend(self._buffer(piece, piece_cost, token if i == len(pieces) - 1 else None, now))
+        for i, (piece, piece_cost, part) in enumerate(zip(pieces, costs, parts, strict=True)):
+            out.extend(self._buffer(piece, piece_cost, token if i == len(pieces) - 1 else None, now, part))
         return out
 
-    def _buffer(self, message: MessageEvent, cost: int, token: Any, now: float) -> list[PendingChunk]:
+    def _buffer(
+        self, message: MessageEvent, cost: int, token: Any, now: float, part: MessagePart | None
+    ) -> list[PendingChunk]:
         assert message.conversation_id is not None
         key = (message.bank_id, message.conversation_id)
         buf = self._buffers.setdefault(key, _Buffer())
@@ -125,6 +137,8 @@ class Segmenter:
             buf = self._buffers.setdefault(key, _Buffer())
         buf.messages.append(message)
         buf.tokens.append(token)
+        if part is not None:
+            buf.parts.append(part)
         buf.chars += len(message.content)
         buf.facts += cost
         buf.last_seen = now
@@ -159,7 +173,7 @@ class Segmenter:
 
     def _take(self, key: tuple[str, str]) -> PendingChunk:
         buf = self._buffers.pop(key)
-        return PendingChunk(make_chunk(buf.messages), buf.tokens)
+        return PendingChunk(make_chunk(buf.messages, buf.parts), buf.tokens)
 
 
 def split_long_item(message: MessageEvent, max_chars: int, max_facts: int = 50) -> list[MessageEvent]:
@@ -211,14 +225,17 @@ def _empty_marker() -> ChunkEvent:
     return ChunkEvent.model_construct(messages=[])
 
 
-def make_chunk(messages: list[MessageEvent]) -> ChunkEvent:
+def make_chunk(messages: list[MessageEvent], parts: Sequence[MessagePart] = ()) -> ChunkEvent:
     first = messages[0]
+    # The parts of one message share its event id: their numbers keep the chunks apart.
+    numbered = [f"{p.event_id}:{p.part}" for p in parts]
     return ChunkEvent(
-        chunk_id=stable_id(first.bank_id, "chunk", *(m.event_id for m in messages)),
+        chunk_id=stable_id(first.bank_id, "chunk", *(m.event_id for m in messages), *numbered),
         bank_id=first.bank_id,
         conversation_id=first.conversation_id,
         document_id=first.document_id,
         messages=messages,
+        message_parts=list(parts),
     )
 
 

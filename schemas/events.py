@@ -10,7 +10,15 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from tempr.errors import InvalidEvent
 from tempr.schemas.ids import BankId
@@ -31,6 +39,7 @@ __all__ = [
     "LinkType",
     "MemoryLink",
     "MessageEvent",
+    "MessagePart",
     "OpinionUpdate",
     "OpinionVerdict",
     "ResolvedEntity",
@@ -81,8 +90,28 @@ class EndOfConversation(_Event):
     conversation_id: SafeText = Field(max_length=256)
 
 
+class MessagePart(BaseModel):
+    """One part of a journaled message that the segmenter cut in parts (`split_long_item`).
+
+    The message counts as processed only once every part has been materialized: until then
+    its journal row stays pending, and a lost part is redelivered with the message."""
+
+    event_id: UUID
+    part: int = Field(ge=0)
+    parts: int = Field(ge=2)
+
+    @model_validator(mode="after")
+    def _part_in_range(self) -> MessagePart:
+        if self.part >= self.parts:
+            raise ValueError(f"part {self.part} of {self.parts} is out of range")
+        return self
+
+
 class ChunkEvent(_Event):
-    """Consecutive turns of one conversation (or one piece of a document) (tempr.chunks.v1)."""
+    """Consecutive turns of one conversation (or one piece of a document) (tempr.chunks.v1).
+
+    `message_parts` names the turns that are one part of a longer message; only the
+    segmenter sets it, never a message's own metadata."""
 
     event_type: Literal["chunk"] = "chunk"
     schema_version: Literal[1] = 1
@@ -91,6 +120,7 @@ class ChunkEvent(_Event):
     conversation_id: str | None = None
     document_id: str | None = None
     messages: list[MessageEvent] = Field(min_length=1)
+    message_parts: list[MessagePart] = Field(default_factory=list)
 
 
 class EntityMention(BaseModel):
@@ -127,20 +157,27 @@ class ExtractedFact(BaseModel):
     evidence_ids: list[UUID] = Field(default_factory=list)
 
 
-class FactsEvent(_Event):
-    """Facts of one chunk (tempr.facts.v1). `message_event_ids` are the journal rows covered."""
+class _ChunkFacts(_Event):
+    """What the facts and graph events of one chunk share. `message_event_ids` are the journal
+    rows covered; `message_parts` those of them the chunk holds only one part of."""
 
-    event_type: Literal["facts"] = "facts"
-    schema_version: Literal[1] = 1
     bank_id: BankId
     chunk_id: UUID
     chunk_text: str = ""
     conversation_id: str | None = None
     document_id: str | None = None
     message_event_ids: list[UUID]
+    message_parts: list[MessagePart] = Field(default_factory=list)
     facts: list[ExtractedFact] = Field(default_factory=list)
     # Set when the one fact is a correction of a stored fact (`FactCorrection`), not new.
     correction_id: UUID | None = None
+
+
+class FactsEvent(_ChunkFacts):
+    """Facts of one chunk (tempr.facts.v1)."""
+
+    event_type: Literal["facts"] = "facts"
+    schema_version: Literal[1] = 1
 
 
 class ResolvedEntity(BaseModel):
@@ -164,22 +201,14 @@ class MemoryLink(BaseModel):
     weight: float = Field(ge=0.0, le=1.0)
 
 
-class GraphEvent(_Event):
+class GraphEvent(_ChunkFacts):
     """Everything the materializer writes for one chunk (tempr.graph.v1)."""
 
     event_type: Literal["graph"] = "graph"
     schema_version: Literal[1] = 1
-    bank_id: BankId
-    chunk_id: UUID
-    chunk_text: str = ""
-    conversation_id: str | None = None
-    document_id: str | None = None
-    message_event_ids: list[UUID]
-    facts: list[ExtractedFact] = Field(default_factory=list)
     entities: list[ResolvedEntity] = Field(default_factory=list)
     unit_entities: list[UnitEntity] = Field(default_factory=list)
     links: list[MemoryLink] = Field(default_factory=list)
-    correction_id: UUID | None = None
 
 
 class OpinionUpdate(_Event):

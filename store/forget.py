@@ -235,8 +235,8 @@ async def forget_messages(
     )
     rows = await conn.fetch(
         """
-        UPDATE messages SET processed_at = NULL, published_at = NULL, parked_at = NULL, attempts = 0,
-                            crashes = 0, crashes_shared = 0, in_flight_by = NULL,
+        UPDATE messages SET processed_at = NULL, parts_done = DEFAULT, published_at = NULL, parked_at = NULL,
+                            attempts = 0, crashes = 0, crashes_shared = 0, in_flight_by = NULL,
                             publish_count = 0
         WHERE bank_id = $1 AND message_id = ANY($2::text[])
         RETURNING seq, payload

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import asyncpg
 
-from tempr.schemas.events import MessageEvent
+from tempr.schemas.events import MessageEvent, MessagePart
 
 __all__ = [
     "DueEntry",
@@ -124,12 +124,48 @@ async def mark_published(
     )
 
 
-async def mark_processed(conn: asyncpg.Connection, ids: Sequence[UUID]) -> int:
-    result = await conn.execute(
-        "UPDATE messages SET processed_at = now() WHERE id = ANY($1::uuid[]) AND processed_at IS NULL",
-        list(ids),
-    )
-    return int(result.split()[-1])
+async def mark_processed(
+    conn: asyncpg.Connection, ids: Sequence[UUID], parts: Sequence[MessagePart] = ()
+) -> int:
+    """Marks the journal rows of a materialized chunk processed; returns how many became so.
+
+    A message cut in `parts` records each part as it lands and is processed with the last of
+    them, in whatever order they come: until then it stays pending (the stats say so, and the
+    sweeper redelivers it should a part be lost). A redelivered part counts once."""
+    split = {p.event_id for p in parts}
+    whole = [i for i in ids if i not in split]
+    done = 0
+    if whole:
+        result = await conn.execute(
+            "UPDATE messages SET processed_at = now() WHERE id = ANY($1::uuid[]) AND processed_at IS NULL",
+            whole,
+        )
+        done += int(result.split()[-1])
+    if parts:
+        # The SET reads m.parts_done, so a concurrent writer's parts are re-read after its lock.
+        rows = await conn.fetch(
+            """
+            WITH landed AS (
+                SELECT id, array_agg(DISTINCT part) AS parts, max(total) AS total
+                FROM unnest($1::uuid[], $2::int[], $3::int[]) AS t(id, part, total)
+                GROUP BY id
+            )
+            UPDATE messages m SET
+                parts_done = ARRAY(SELECT DISTINCT p FROM unnest(m.parts_done || l.parts) AS p ORDER BY p),
+                processed_at = CASE
+                    WHEN (SELECT count(DISTINCT p) FROM unnest(m.parts_done || l.parts) AS p) >= l.total
+                    THEN now()
+                END
+            FROM landed l
+            WHERE m.id = l.id AND m.processed_at IS NULL
+            RETURNING m.processed_at
+            """,
+            [p.event_id for p in parts],
+            [p.part for p in parts],
+            [p.parts for p in parts],
+        )
+        done += sum(1 for r in rows if r["processed_at"] is not None)
+    return done
 
 
 @dataclass(frozen=True)

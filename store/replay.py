@@ -160,8 +160,8 @@ async def reopen_messages(conn: asyncpg.Connection, ids: Sequence[UUID]) -> None
     """Not materialized, not published: the stats count them as pending until rebuilt, and
     the sweeper publishes them again should the replay's own publish fail."""
     await conn.execute(
-        "UPDATE messages SET processed_at = NULL, published_at = NULL, parked_at = NULL, attempts = 0,"
-        " crashes = 0, crashes_shared = 0, in_flight_by = NULL,"
+        "UPDATE messages SET processed_at = NULL, parts_done = DEFAULT, published_at = NULL, parked_at = NULL,"
+        " attempts = 0, crashes = 0, crashes_shared = 0, in_flight_by = NULL,"
         " publish_count = 0"
         " WHERE id = ANY($1::uuid[])",
         list(ids),

@@ -42,6 +42,12 @@ Window rules (all windows are whole periods, start <= end, end inclusive at seco
 * "since <period>" -> from the period start to the reference time. "the week/day/month before
   <explicit date>" shifts the window around that date.
 * Vague words ("recently", "lately", "now", "soon", "these days") are ignored on purpose.
+* With ``tense=True`` (the fact extractor), an expression that names no year or direction
+  ("on July 20", "in June", "in the summer", "on Friday") in a sentence that speaks of the
+  future before it ("I plan to return on July 20", "we'll go in June") is its next
+  occurrence rather than its latest one, when the latest one has already ended. Without a
+  parser, the future is read from a closed set of English markers (will, 'll, going to, plan
+  to, hope to ...); a sentence without one keeps the latest occurrence.
 """
 
 from __future__ import annotations
@@ -602,15 +608,16 @@ _AROUND_DATE = _rx(
 # --------------------------------------------------------------------------- public API
 
 
-def find_time_ranges(text: str, reference: datetime) -> list[TimeRange]:
+def find_time_ranges(text: str, reference: datetime, *, tense: bool = False) -> list[TimeRange]:
     """All time expressions of ``text`` resolved against ``reference``, in reading order.
 
     Overlapping candidates are settled longest-first, so "between March and May" wins over
-    "March" and "May" alone.
+    "March" and "May" alone. ``tense``: a yearless date in a sentence about the future is its
+    next occurrence (see the module's rules); for statements, not for questions.
     """
     ref = _as_utc(reference)
     today = ref.date()
-    candidates = _candidates(text, today, ref)
+    candidates = _candidates(text, today, ref, tense=tense)
     chosen: list[TimeRange] = []
     taken = DisjointSpans()
     for cand in sorted(candidates, key=lambda c: (-(c.span[1] - c.span[0]), c.span[0])):
@@ -666,7 +673,7 @@ def _as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-def _candidates(text: str, today: date, ref: datetime) -> list[TimeRange]:
+def _candidates(text: str, today: date, ref: datetime, *, tense: bool = False) -> list[TimeRange]:
     found: list[TimeRange] = []
     for rule in _RULES:
         for m in rule.pattern.finditer(text):
@@ -674,6 +681,9 @@ def _candidates(text: str, today: date, ref: datetime) -> list[TimeRange]:
                 continue
             try:
                 window = rule.resolve(m, today, ref)
+                cycle = _cycle(rule, m) if tense and window is not None else None
+                if window is not None and cycle and window[1] < _floor_day(ref) and _future(text, m.start()):
+                    window = _next_occurrence(window, cycle)
             except (ValueError, KeyError, OverflowError):
                 window = None
             if window is None:
@@ -681,6 +691,55 @@ def _candidates(text: str, today: date, ref: datetime) -> list[TimeRange]:
             start, end = window
             found.append(TimeRange(start, max(start, end), m.group(0), rule.relative, (m.start(), m.end())))
     return found
+
+
+# Modifiers after which a month or season is its latest occurrence (no year, no direction).
+_UNDIRECTED = frozenset(
+    {"", "in", "during", "early", "mid", "late", "around", "throughout", "until", "till", "by"}
+)
+_FUTURE = _rx(
+    r"\b(?:will|shall|gonna|(?<!was\s)(?<!were\s)going\s+to|(?:plan|hope|intend|want|expect)(?:s|ing)?\s+to"
+    r"|about\s+to|looking\s+forward|can'?t\s+wait|cannot\s+wait|upcoming)\b|['\u2019]ll\b"
+)
+_SENTENCE_END = re.compile(r"[.!?\n][^.!?\n]*$")
+_SENTENCE_CHARS = 200  # a sentence's words before the expression that can set its tense
+
+
+def _cycle(rule: _Rule, m: re.Match[str]) -> str | None:
+    """ "year" or "week" for an expression resolved to its latest occurrence by default (no
+    year, no "last"/"next"/"this"), which a future tense moves forward by that much."""
+    groups = m.groupdict()
+    mod = re.sub(r"\s+", " ", (groups.get("mod") or "").lower()).strip(" -")
+    if rule.resolve is _resolve_explicit:
+        return "year" if groups.get("mon") and not groups.get("year") else None
+    if rule.resolve in (_resolve_month_mod, _resolve_season_mod):
+        return "year" if mod.removesuffix(" the month of") in _UNDIRECTED else None
+    if rule.resolve is _resolve_weekday:
+        return "week" if mod in ("", "on") else None
+    return None
+
+
+def _future(text: str, start: int) -> bool:
+    """Whether the sentence speaks of the future before the expression that starts at `start`."""
+    before = text[max(0, start - _SENTENCE_CHARS) : start]
+    end = _SENTENCE_END.search(before)
+    clause = before if end is None else before[end.start() + 1 :]
+    return _FUTURE.search(clause) is not None
+
+
+def _next_occurrence(window: tuple[datetime, datetime], cycle: str) -> tuple[datetime, datetime]:
+    start, end = window
+    if cycle == "week":
+        return start + timedelta(days=7), end + timedelta(days=7)
+    return _a_year_later(start), _a_year_later(end)
+
+
+def _a_year_later(moment: datetime) -> datetime:
+    """The same day a year later; the last day of a month stays the last (February)."""
+    last = calendar.monthrange(moment.year, moment.month)[1]
+    last_next = calendar.monthrange(moment.year + 1, moment.month)[1]
+    day = last_next if moment.day == last else min(moment.day, last_next)
+    return moment.replace(year=moment.year + 1, day=day)
 
 
 def _widen(text: str, tr: TimeRange, ref: datetime) -> TimeRange:

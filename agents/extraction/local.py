@@ -284,7 +284,7 @@ def facts_for_message(
     others = [s for s in speakers if s != speaker]
     other = others[0] if speaker and len(speakers) == 2 and len(others) == 1 else None
     tokens = tokens_from_doc(doc) if doc is not None else tokens_from_text(text)
-    turn = _Turn.of(text, tokens, speaker, other, find_time_ranges(text, reference))
+    turn = _Turn.of(text, tokens, speaker, other, find_time_ranges(text, reference, tense=True))
     known = list(dict.fromkeys([*speakers, *([speaker] if speaker else [])]))
     if doc is not None:
         mentions = entities_from_doc(doc, known_speakers=known)

@@ -129,6 +129,7 @@ def link_facts(resolved: ResolvedFacts, existing: Sequence[FactPoint]) -> GraphE
         conversation_id=event.conversation_id,
         document_id=event.document_id,
         message_event_ids=event.message_event_ids,
+        message_parts=event.message_parts,
         facts=event.facts,
         entities=list(resolved.entities.values()),
         unit_entities=resolved.unit_entities,

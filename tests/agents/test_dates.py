@@ -152,3 +152,34 @@ def test_last_weekday_on_that_weekday_is_a_week_back() -> None:
     friday = datetime(2023, 5, 12, 9, 0, tzinfo=UTC)
     tr = parse_time_expression("last Friday", friday)
     assert tr is not None and tr.start == _d(2023, 5, 5)
+
+
+TENSE = [
+    # A yearless date in a sentence about the future is its next occurrence ...
+    ("I plan to return on July 20, I'll bring you a souvenir!", "20 July 2023"),
+    ("We\u2019ll go to Kiel on 17 April.", "17 April 2024"),
+    ("I will travel in the summer.", "summer 2023"),  # summer 2023 has not ended yet
+    ("We hope to finish by March.", "March 2024"),
+    ("I'm going to the dentist on Friday.", "12 May 2023"),
+    # ... unless it has not ended yet, names its own year or direction, or the future comes later.
+    ("I will see her on 10 May.", "10 May 2023"),
+    ("I will visit in May.", "May 2023"),
+    ("I will go back on July 20, 2022 in my mind.", "20 July 2022"),
+    ("I will never forget last March.", "March 2023"),
+    ("On Friday I met Ana, and she will call.", "5 May 2023"),
+    ("We met in June. Tomorrow I will rest.", "June 2022"),
+    # A past tense keeps the latest occurrence.
+    ("I returned on July 20.", "20 July 2022"),
+    ("I was going to call on Friday.", "5 May 2023"),
+    ("I wanted to go in March.", "March 2023"),
+]
+
+
+@pytest.mark.parametrize(("text", "label"), TENSE)
+def test_a_future_tense_moves_a_yearless_date_to_its_next_occurrence(text: str, label: str) -> None:
+    assert format_time_range(find_time_ranges(text, REF, tense=True)[0]) == label
+
+
+def test_questions_keep_the_latest_occurrence() -> None:
+    (found,) = find_time_ranges("What will Ines do on July 20?", REF)
+    assert format_time_range(found) == "20 July 2022"

@@ -83,6 +83,30 @@ def _by_message(facts: list[ExtractedFact]) -> dict[str, list[ExtractedFact]]:
     return out
 
 
+def test_a_yearless_date_in_a_plan_is_its_next_occurrence() -> None:
+    when = datetime(2023, 5, 8, tzinfo=UTC)
+    said = [
+        ("m1", "I plan to return to Kiel on July 20."),
+        ("m2", "I returned from Kiel on April 20."),
+    ]
+    messages = [
+        MessageEvent(
+            event_id=uuid.uuid4(),
+            bank_id=BANK,
+            message_id=mid,
+            content=text,
+            speaker="Ines",
+            conversation_id="trip",
+            timestamp=when,
+            received_at=when,
+        )
+        for mid, text in said
+    ]
+    facts = _by_message(turn_facts(_chunk(messages)))
+    assert facts["m1"][0].occurred_start == datetime(2023, 7, 20, tzinfo=UTC)  # not July 2022
+    assert facts["m2"][0].occurred_start == datetime(2023, 4, 20, tzinfo=UTC)
+
+
 def test_first_person_and_relative_date_resolved() -> None:
     facts = _by_message(turn_facts(_chunk(_messages(_conversation(), 1))))
     (fact,) = facts["D1:3"]

@@ -87,6 +87,23 @@ def test_long_document_is_cut_on_sentences_and_acked_once() -> None:
     assert split_long_item(msg(2, conversation=None), 300) == [msg(2, conversation=None)]
 
 
+def test_each_part_is_its_own_chunk_and_names_its_part() -> None:
+    sentence = "The quarterly report covers revenue, hiring and the new office in Porto. "
+    long = msg(1, conversation=None, content=(sentence * 12).strip())
+    out = seg(chars=300).add(long, "t", now=0)
+    assert [[(p.event_id, p.part, p.parts) for p in o.chunk.message_parts] for o in out] == [
+        [(long.event_id, i, 3)] for i in range(3)
+    ]
+    assert len({o.chunk.chunk_id for o in out}) == 3  # one message, three chunk rows
+    graph_parts = [facts_event(o.chunk, extract_local(o.chunk)).message_parts for o in out]
+    assert graph_parts == [o.chunk.message_parts for o in out]
+    # A message that fits is not a part, whatever its own metadata says; its chunk id is as before.
+    forged = msg(2, conversation=None).model_copy(update={"metadata": {"part": 0, "parts": 2}})
+    (whole,) = seg().add(forged, "t", now=0)
+    assert whole.chunk.message_parts == []
+    assert whole.chunk.chunk_id == stable_id("b", "chunk", forged.event_id)
+
+
 def test_a_long_conversation_turn_is_cut_into_parts_and_acked_once() -> None:
     sentence = "Ann described the long hike across the northern ridge. "
     long = msg(1, content=(sentence * 40).strip())
@@ -98,6 +115,8 @@ def test_a_long_conversation_turn_is_cut_into_parts_and_acked_once() -> None:
     assert last.tokens == ["t"]
     assert all(sum(len(m.content) for m in o.chunk.messages) <= 1000 for o in out)
     assert " ".join(m.content for o in out for m in o.chunk.messages) == long.content
+    assert [p.part for o in out for p in o.chunk.message_parts] == list(range(len(out)))
+    assert len({o.chunk.chunk_id for o in out}) == len(out)
 
 
 def test_a_chunk_is_bounded_by_the_facts_it_can_yield() -> None:

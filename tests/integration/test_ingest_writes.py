@@ -4,6 +4,7 @@ materializer's batch; each idempotent."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -12,8 +13,16 @@ import numpy as np
 import pytest
 
 from tempr.agents.materialize_graph import BatchWrites, apply_event
-from tempr.schemas.events import ExtractedFact, GraphEvent, MemoryLink, ResolvedEntity, UnitEntity
-from tempr.store import graph_context, links, memories, vector_indexes
+from tempr.schemas.events import (
+    ExtractedFact,
+    GraphEvent,
+    MemoryLink,
+    MessageEvent,
+    MessagePart,
+    ResolvedEntity,
+    UnitEntity,
+)
+from tempr.store import graph_context, links, memories, messages, replay, vector_indexes
 
 pytestmark = pytest.mark.integration
 
@@ -228,3 +237,51 @@ async def test_a_near_duplicate_hands_its_mentions_and_links_to_the_stored_fact(
         (kept.fact_id, third.fact_id, "semantic"),
         (other.fact_id, third.fact_id, "temporal"),
     }
+
+
+def _journal_row(bank: str, n: int) -> MessageEvent:
+    return MessageEvent(
+        event_id=uuid.uuid4(), bank_id=bank, message_id=f"m{n}", content="A long handbook.", received_at=T0
+    )
+
+
+async def _processed(conn: asyncpg.Connection, event: MessageEvent) -> bool:
+    return await conn.fetchval("SELECT processed_at IS NOT NULL FROM messages WHERE id = $1", event.event_id)
+
+
+async def test_a_message_cut_in_parts_is_processed_with_its_last_part_in_any_order(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    long, short = _journal_row(bank, 1), _journal_row(bank, 2)
+    part = [MessagePart(event_id=long.event_id, part=i, parts=3) for i in range(3)]
+    async with db.acquire() as conn:
+        await messages.journal_messages(conn, [long, short])
+        # Part 2 lands first, beside a whole message; then part 2 again (a redelivery).
+        assert await messages.mark_processed(conn, [long.event_id, short.event_id], [part[2]]) == 1
+        assert await _processed(conn, short) and not await _processed(conn, long)
+        assert await messages.mark_processed(conn, [long.event_id], [part[2]]) == 0
+        assert await messages.mark_processed(conn, [long.event_id], [part[0]]) == 0
+        assert not await _processed(conn, long)
+        assert await messages.mark_processed(conn, [long.event_id], [part[1]]) == 1
+        assert await _processed(conn, long)
+        # A replay reopens the message: its parts count again from none.
+        await replay.reopen_messages(conn, [long.event_id])
+        assert await messages.mark_processed(conn, [long.event_id], part[:2]) == 0
+        assert await messages.mark_processed(conn, [long.event_id], part[2:]) == 1
+
+
+async def test_parts_landing_in_concurrent_transactions_both_count(db: asyncpg.Pool, bank: str) -> None:
+    long = _journal_row(bank, 1)
+    first, second = (MessagePart(event_id=long.event_id, part=i, parts=2) for i in range(2))
+    async with db.acquire() as a, db.acquire() as b:
+        await messages.journal_messages(a, [long])
+        tx = a.transaction()
+        await tx.start()
+        await messages.mark_processed(a, [long.event_id], [first])
+        # b waits on a's row lock, then must read a's part, not the snapshot it started from.
+        waiting = asyncio.create_task(messages.mark_processed(b, [long.event_id], [second]))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await tx.commit()
+        assert await waiting == 1
+        assert await _processed(b, long)
