@@ -7,18 +7,19 @@ that safely:
 1. the facts of the rarest terms (their frequencies add up to the cap) are scored on every
    term: the k-th score is a threshold ``theta``;
 2. each other term's largest possible share of a score is known from the statistics (its
-   idf and prior weight, the most times it repeats in one fact, the shortest fact): a fact
-   holding none of the rare terms scores at most the sum over its other terms, so only the
-   facts holding a set of them whose shares add up to ``theta`` can still enter the top k;
-3. those sets are an OR of ANDs in one tsquery (GIN intersects the postings), and the facts
-   they match, less the ones already scored, are scored too.
+   idf, its prior weight and its largest BM25 share in any fact of the bank): a fact holding
+   none of the rare terms scores at most the sum over its other terms, so only the facts
+   holding a set of them whose shares add up to ``theta`` can still enter the top k;
+3. those sets are an OR of ANDs in one tsquery (GIN intersects the postings, in the bank's
+   own index: store/keyword_indexes.py), and the facts they match, less the ones already
+   scored, are scored too.
 
-The result is the top k over every matching fact, the same as scoring them all, unless a
-cap cut one of the two reads (``proven`` says which). A fact scores the same whichever
-candidates are read with it: BM25's average length is the bank's, kept with the statistics.
-The proof holds for the facts counted at the last refresh (the bank within ``stale_share``
-of them, store/keyword_stats.py); a newer fact repeating a term more often than any counted
-one could be missed.
+The top k is then the top k of scoring every matching fact, unless a cap cut one of the two
+reads (``proven`` says which); below it come the best of the facts read. A fact scores the
+same whichever candidates are read with it: BM25's average length is the bank's, kept with
+the statistics. The proof holds for the facts counted at the last refresh (the bank within
+``stale_share`` of them, store/keyword_stats.py); a newer fact in which a term weighs more
+than in any counted one could be missed.
 """
 
 from __future__ import annotations
