@@ -6,9 +6,13 @@ statistics for banks of at least --index-min-facts), then recalls LoCoMo questio
 each measured bank in this process (the API's pipeline without HTTP: run_recall, default
 preset, budget mid, trace on) and prints, per bank size: recall p50/p95, the median of each
 stage and arm, the semantic arm's top-50 overlap with an exact scan (mean, min), the same for
-the graph arm's seeds (top 20) and ingest's neighbours (top 10 of a fact's copy), and the
-bounded keyword arm's top-50 overlap with unbounded scoring. Also: build times, table and
-index sizes per fact and per link, and /stats before (count(*) over links) and after (counters).
+the graph arm's seeds (top 20) and ingest's neighbours (top 10 of a fact's copy), the 5 slowest
+recalls with their stages, and the bounded keyword searches (stop 15's cut, MaxScore at k 50
+and 300, each also without the bank's own GIN index) against scoring every match. Variants
+(embedding runtime, arms early or late, --presets) are alternated question by question. Also:
+build times, table and index sizes per fact and per link, and /stats before (count(*) over
+links) and after (counters). A kept --data-dir gets the maintenance step first (statistics of
+older code are recounted).
 
     python -m bench.scale [--total 1000000] [--min-banks 1000] [--queries 40] [--json PATH]
 """
