@@ -164,3 +164,29 @@ async def test_a_bank_with_keyword_statistics_gets_a_gin_index_of_its_own(
         await conn.execute("DELETE FROM bank_keyword_stats WHERE bank_id = $1", bank)
         assert (bank, "dropped") in await keyword_indexes.maintain(conn)
         assert await conn.fetchval("SELECT to_regclass($1)", name) is None
+
+
+@pytest.mark.integration
+async def test_request_filters_apply_to_both_reads(db: asyncpg.Pool, bank: str) -> None:
+    await _bank(db, bank)
+    async with db.acquire() as conn:
+        text = keyword_or_query(QUESTION)
+        terms, avg_length = await keyword_bound.term_stats(conn, bank, text, sql.KeywordPrior())
+        assert avg_length is not None
+        by_type = {}
+        for types in (["world"], ["experience"]):
+            found = await keyword_bound.bounded_search(
+                conn,
+                bank,
+                terms,
+                avg_length,
+                bank_size=462,
+                limit=5,
+                max_candidates=100,
+                filters=sql.RecallFilters(types=types),
+            )
+            by_type[types[0]] = found
+    every = await _all(db, bank)
+    assert [h.id for h in by_type["world"].hits] == [h.id for h in every[:5]]  # every fact is "world"
+    assert by_type["world"].phases == 2  # the second read got its own filter parameters right
+    assert by_type["experience"].hits == []
