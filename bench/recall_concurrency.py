@@ -75,6 +75,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         await apply_migrations(dsn)
         await _load(dsn, args.facts, args.cache)
         pool = await create_pool(dsn, max_size=10)  # the API's pool size
+        kept = await create_pool(dsn, max_size=10, reset_sessions=False)
+        pools = {"before": pool, "after": kept if args.compare == "reset" else pool}
         try:
             onnx = get_embedder(PACKAGED_EMBEDDING_MODEL, runtime="onnx")
             # name -> (embedder, gc frozen, keyword arm started during the embedding)
@@ -84,12 +86,14 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                     "after": (onnx, True, False),
                 }
                 if args.compare == "runtime"
+                else {"before": (onnx, True, True), "after": (onnx, True, True)}
+                if args.compare == "reset"
                 else {"before": (onnx, True, False), "after": (onnx, True, True)}
             )
             get_encoding()
             questions = [q.question for q in load_sample(DATA_DIR / "conv-26.json").questions]
-            for embedder, *_ in variants.values():  # warm-up: plans, caches
-                await _phase(pool, embedder, questions, 2, 2.0)
+            for name, (embedder, *_) in variants.items():  # warm-up: plans, caches
+                await _phase(pools[name], embedder, questions, 2, 2.0)
             phases: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
             for r in range(args.rounds):
                 order = list(variants.items())  # ABBA: neither variant always runs second
@@ -98,7 +102,7 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                     if frozen:
                         gc.freeze()
                     phases[name].append(
-                        await _phase(pool, embedder, questions, args.clients, args.seconds, early)
+                        await _phase(pools[name], embedder, questions, args.clients, args.seconds, early)
                     )
                     gc.unfreeze()
                     console.print(
@@ -110,6 +114,7 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             }
         finally:
             await pool.close()
+            await kept.close()
     finally:
         postgres.stop()
 
@@ -124,10 +129,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--compare",
-        choices=["runtime", "arms"],
+        choices=["runtime", "arms", "reset"],
         default="arms",
         help="runtime: torch without gc.freeze vs ONNX with it (stop 14); arms: every arm after "
-        "the query embedding vs the keyword arm during it",
+        "the query embedding vs the keyword arm during it (stop 15); reset: asyncpg's session reset "
+        "on every release vs none (stop 16)",
     )
     args = parser.parse_args(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-concurrency-"))

@@ -6,9 +6,13 @@ statistics for banks of at least --index-min-facts), then recalls LoCoMo questio
 each measured bank in this process (the API's pipeline without HTTP: run_recall, default
 preset, budget mid, trace on) and prints, per bank size: recall p50/p95, the median of each
 stage and arm, the semantic arm's top-50 overlap with an exact scan (mean, min), the same for
-the graph arm's seeds (top 20) and ingest's neighbours (top 10 of a fact's copy), and the
-bounded keyword arm's top-50 overlap with unbounded scoring. Also: build times, table and
-index sizes per fact and per link, and /stats before (count(*) over links) and after (counters).
+the graph arm's seeds (top 20) and ingest's neighbours (top 10 of a fact's copy), the 5 slowest
+recalls with their stages, and the bounded keyword searches (stop 15's cut, MaxScore at k 50
+and 300, each also without the bank's own GIN index) against scoring every match. Variants
+(embedding runtime, arms early or late, --presets) are alternated question by question. Also:
+build times, table and index sizes per fact and per link, and /stats before (count(*) over
+links) and after (counters). A kept --data-dir gets the maintenance step first (statistics of
+older code are recounted).
 
     python -m bench.scale [--total 1000000] [--min-banks 1000] [--queries 40] [--json PATH]
 """
@@ -41,6 +45,7 @@ from tempr.recall_api.recall.config import budget_to_limit, get_preset
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.recall import RecallRequest
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
+from tempr.store import keyword_bound
 from tempr.store import recall as sql
 from tempr.store.bank_stats import bank_stats
 from tempr.store.graph_context import semantic_neighbours_of_many
@@ -90,53 +95,123 @@ async def _quality(
 async def _keyword_overlap(
     pool: asyncpg.Pool, bank: str, size: int, questions: Sequence[str], caps: Sequence[int]
 ) -> dict[int, dict[str, Any]]:
-    """Per candidate cap, the bounded keyword arm's top 50 against unbounded BM25 (a bank with
-    statistics only), with each query's OR-text, so the worst can be looked at, and the
-    bounded search's median time (the lexeme lookup included)."""
+    """Per candidate cap, the bounded keyword arm's top k against scoring every match, with
+    each query's OR-text, so the worst can be looked at, and each search's median and p95 time
+    (the lexeme lookup included): the stop-15 cut (rarest terms only, top 50) against unbounded
+    BM25 with query-time statistics, and the MaxScore search (store/keyword_bound.py) at k = 50
+    and at recall's k (budget mid) against the same scoring over every matching fact."""
     cfg = get_preset("default")
+    deep = budget_to_limit("mid")
     out: dict[int, dict[str, Any]] = {}
     async with pool.acquire() as conn:
+        gin = await conn.fetchval("SELECT index_name FROM bank_keyword_indexes WHERE bank_id = $1", bank)
         full: dict[str, list[Any]] = {}
+        exact: dict[str, dict[int, list[Any]]] = {}
         for q in questions:
             text = keyword_or_query(q, cfg.keyword_max_terms)
-            if text:
-                rows = await sql.keyword_search(conn, bank, text, limit=50, filters=_ANY, bank_size=size)
-                full[text] = [r["id"] for r in rows]
+            if not text:
+                continue
+            rows = await sql.keyword_search(conn, bank, text, limit=50, filters=_ANY, bank_size=size)
+            full[text] = [r["id"] for r in rows]
+            terms, avg_length = await keyword_bound.term_stats(conn, bank, text, sql.KeywordPrior())
+            assert avg_length is not None, "keyword statistics without lengths: run the maintenance step"
+            every = await keyword_bound.exhaustive_search(
+                conn, bank, terms, avg_length, bank_size=size, limit=deep, filters=_ANY
+            )
+            exact[text] = {50: [h.id for h in every[:50]], deep: [h.id for h in every]}
         for cap in caps:
-            overlaps: list[tuple[float, str]] = []
-            times: list[float] = []
-            for text, exact in full.items():
-                started = time.perf_counter()
-                plan = sql.keyword_plan(await query_lexemes(conn, bank, text), max_candidates=cap)
-                bounded = await sql.bounded_keyword_search(
-                    conn, bank, plan, limit=50, max_candidates=cap, filters=_ANY, bank_size=size
-                )
-                times.append((time.perf_counter() - started) * 1000)
-                overlaps.append((_overlap([r["id"] for r in bounded], exact), text))
-            worst = min(overlaps)
-            out[cap] = {
-                "mean": float(np.mean([o for o, _ in overlaps])),
-                "min": worst[0],
-                "worst_query": worst[1],
-                "p50_ms": statistics.median(times),
-            }
+            runs: dict[str, list[tuple[float, float, str, int, bool]]] = {}
+            for text, ref in full.items():
+                for shared in (False, True) if gin else (False,):
+                    # The bank's own GIN index dropped inside a transaction rolled back: the
+                    # same searches on the shared index only, question by question.
+                    tx = conn.transaction()
+                    await tx.start()
+                    try:
+                        if shared:
+                            await conn.execute(f"DROP INDEX {gin}")
+                        for name, result in (
+                            await _keyword_searches(conn, bank, size, text, cap, deep)
+                        ).items():
+                            suffix = " (shared GIN)" if shared else ""
+                            if name == "arm":  # its top 50 (proven) and its ranks to `deep`
+                                for k in (50, deep):
+                                    ov = _overlap(result[0][:k], exact[text][k])
+                                    runs.setdefault(f"arm {deep}, top 50 proven @{k}{suffix}", []).append(
+                                        (ov, *result[1:])
+                                    )
+                                continue
+                            k = deep if name == f"maxscore@{deep}" else 50
+                            ov = _overlap(result[0], ref if name == "rarest" else exact[text][k])
+                            runs.setdefault(name + suffix, []).append((ov, *result[1:]))
+                    finally:
+                        await tx.rollback()
+            out[cap] = {}
+            for name, rs in runs.items():
+                worst = min(rs, key=lambda r: r[0])
+                times = [r[1] for r in rs]
+                slowest = max(rs, key=lambda r: r[1])
+                out[cap][name] = {
+                    "mean": float(np.mean([r[0] for r in rs])),
+                    "min": worst[0],
+                    "worst_query": worst[2],
+                    "p50_ms": statistics.median(times),
+                    "p95_ms": percentile(times, 95),
+                    "max_ms": slowest[1],
+                    "slowest_query": slowest[2],
+                    "candidates_p50": statistics.median([r[3] for r in rs]),
+                    "candidates_max": max(r[3] for r in rs),
+                    "proven_share": float(np.mean([r[4] for r in rs])),
+                }
+    return out
+
+
+async def _keyword_searches(
+    conn: asyncpg.Connection, bank: str, size: int, text: str, cap: int, deep: int
+) -> dict[str, tuple[list[Any], float, str, int, bool]]:
+    """One question's keyword searches: ``(ids, ms, text, facts scored, proven)`` by search."""
+    out: dict[str, tuple[list[Any], float, str, int, bool]] = {}
+    started = time.perf_counter()
+    plan = sql.keyword_plan(await query_lexemes(conn, bank, text), max_candidates=cap)
+    rows = await sql.bounded_keyword_search(
+        conn, bank, plan, limit=50, max_candidates=cap, filters=_ANY, bank_size=size
+    )
+    out["rarest"] = ([r["id"] for r in rows], (time.perf_counter() - started) * 1000, text, 0, plan.complete)
+    for name, k, proven in (("maxscore", 50, 50), ("arm", deep, 50), (f"maxscore@{deep}", deep, deep)):
+        started = time.perf_counter()
+        terms, avg_length = await keyword_bound.term_stats(conn, bank, text, sql.KeywordPrior())
+        assert avg_length is not None
+        found = await keyword_bound.bounded_search(
+            conn,
+            bank,
+            terms,
+            avg_length,
+            bank_size=size,
+            limit=k,
+            proven_top=proven,
+            max_candidates=cap,
+            filters=_ANY,
+        )
+        ms = (time.perf_counter() - started) * 1000
+        out[name] = ([h.id for h in found.hits], ms, text, found.candidates, found.proven)
     return out
 
 
 async def _recalls(
     pool: asyncpg.Pool,
-    variants: dict[str, tuple[Embedder, bool]],
+    variants: dict[str, tuple[Embedder, bool, str]],
     bank: str,
     questions: Sequence[str],
     now: datetime,
 ) -> dict[str, dict[str, Any]]:
-    """Each question recalled once per variant (embedding runtime, arms started early or not),
+    """Each question recalled once per variant (embedding runtime, arms started early or not, preset),
     the variants alternated question by question so that the machine's load swings hit them alike."""
     latencies: dict[str, list[float]] = {r: [] for r in variants}
     stages: dict[str, dict[str, list[float]]] = {r: {} for r in variants}
+    slow: dict[str, list[dict[str, Any]]] = {r: [] for r in variants}
     for i, q in enumerate(questions):
-        for name, (embedder, early) in variants.items():
-            req = RecallRequest(query=q, trace=True, query_timestamp=now)
+        for name, (embedder, early, preset) in variants.items():
+            req = RecallRequest(query=q, trace=True, query_timestamp=now, preset=preset)
             started = time.perf_counter()
             response = await run_recall(
                 pool, embedder, None, bank, req, max_consistency_wait_s=0, early_arms=early
@@ -150,12 +225,18 @@ async def _recalls(
                 stages[name].setdefault(stage, []).append(ms)
             for arm, detail in trace.get("arms", {}).items():
                 stages[name].setdefault(f"arm:{arm}", []).append(detail["elapsed_ms"])
+            slow[name].append(
+                {"ms": elapsed, "query": q, "stages": trace.get("timings_ms", {})}
+                | {f"arm:{a}": d["elapsed_ms"] for a, d in trace.get("arms", {}).items()}
+                | {f"note:{a}": d.get("note") for a, d in trace.get("arms", {}).items() if d.get("note")}
+            )
     return {
         name: {
             "p50_ms": percentile(latencies[name], 50),
             "p95_ms": percentile(latencies[name], 95),
             "n": len(latencies[name]),
             "stage_medians_ms": {k: statistics.median(v) for k, v in stages[name].items()},
+            "slowest": sorted(slow[name], key=lambda r: -r["ms"])[:5],
         }
         for name in variants
     }
@@ -219,6 +300,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         await apply_migrations(dsn)
         if built.exists():  # --data-dir of an earlier run: measure the same table again
             build = json.loads(built.read_text())
+            for change in await maintain_once(dsn, args.index_min_facts):  # statistics of older code
+                console.print(f"[dim]{change}[/dim]")
         else:
             build = await _build(dsn, args, plans, sources, vectors)
             built.write_text(json.dumps(build))
@@ -261,9 +344,14 @@ async def _measure(
     embedders = {r: get_embedder(PACKAGED_EMBEDDING_MODEL, runtime=r) for r in args.runtimes}
     embedder = embedders[args.runtimes[-1]]
     variants = {
-        (f"{r}/{'early' if early else 'late'}" if len(args.early_arms) > 1 else r): (embedders[r], early)
+        "/".join(
+            [r]
+            + ([("early" if early else "late")] if len(args.early_arms) > 1 else [])
+            + ([preset] if len(args.presets) > 1 else [])
+        ): (embedders[r], early, preset)
         for r in args.runtimes
         for early in args.early_arms
+        for preset in args.presets
     }
     main_variant = list(variants)[-1]
     questions = _questions(args.queries + 3, args.seed)
@@ -288,7 +376,7 @@ async def _measure(
             caps = await _keyword_overlap(
                 pool, bank, shape.size, questions[: args.queries], args.keyword_caps
             )
-            result["keyword_overlap"] = caps[args.keyword_caps[0]]
+            result["keyword_overlap"] = caps[args.keyword_caps[0]]["maxscore"]
             result["keyword_caps"] = caps
         rows[bank] = result
         console.print(f"[dim]{bank}: p50 {result['p50_ms']:.1f} ms[/dim]")
@@ -336,7 +424,7 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
     names = list(next(iter(report["rows"].values()))["runtimes"])
     if len(names) > 1:
         print_table(
-            "Recall by variant (runtime / arms started early or late), alternated query by query (median ms)",
+            "Recall by variant (runtime / arms early or late / preset), alternated query by query (median ms)",
             ["facts", *(f"{r} {c}" for r in names for c in ("p50", "p95", "embed"))],
             [
                 [bank.removeprefix("scale-")]
@@ -356,12 +444,31 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
     caps = [(bank, r["keyword_caps"]) for bank, r in report["rows"].items() if "keyword_caps" in r]
     if caps:
         print_table(
-            "Bounded keyword arm by candidate cap: top-50 overlap with unbounded BM25, search p50 ms",
-            ["facts", "cap", "ms p50", "mean", "min", "worst query"],
+            "Bounded keyword arm by candidate cap and search: top-k overlap with scoring every match "
+            "(rarest: stop 15's cut against query-time BM25), ms, facts scored, share proven",
             [
-                [bank.removeprefix("scale-"), cap, c["p50_ms"], c["mean"], c["min"], c["worst_query"][:60]]
+                "facts",
+                "cap",
+                "search",
+                "ms p50",
+                "ms p95",
+                "ms max",
+                "mean",
+                "min",
+                "scored p50",
+                "max",
+                "proven",
+            ],
+            [
+                [bank.removeprefix("scale-"), cap, name]
+                + [
+                    c[k]
+                    for k in ("p50_ms", "p95_ms", "max_ms", "mean", "min", "candidates_p50", "candidates_max")
+                ]
+                + [c["proven_share"]]
                 for bank, by_cap in caps
-                for cap, c in by_cap.items()
+                for cap, by_name in by_cap.items()
+                for name, c in by_name.items()
             ],
             digits=2,
         )
@@ -412,6 +519,11 @@ def main(argv: list[str] | None = None) -> None:
         help="on, off or off,on: start the keyword arm during the embedding (on) or after it (off), alternated",
     )
     parser.add_argument(
+        "--presets",
+        default="default",
+        help="recall presets to alternate, e.g. unproven-keyword-cut,default (the last is the main table's)",
+    )
+    parser.add_argument(
         "--only", default="", help="measure only these bank sizes (comma-separated; the build is the same)"
     )
     parser.add_argument(
@@ -422,6 +534,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.runtimes = args.runtimes.split(",")
     args.early_arms = [x == "on" for x in args.early_arms.split(",")]
+    args.presets = args.presets.split(",")
     args.keyword_caps = [int(x) for x in args.keyword_caps.split(",")]
     args.only = [int(x) for x in args.only.split(",") if x]
     args.now = datetime(2024, 1, 1, tzinfo=UTC)
@@ -441,6 +554,7 @@ def main(argv: list[str] | None = None) -> None:
         "seed": args.seed,
         "runtimes": args.runtimes,
         "early_arms": args.early_arms,
+        "presets": args.presets,
         "keyword_caps": args.keyword_caps,
     }
     _print(report, args)

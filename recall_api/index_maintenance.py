@@ -11,7 +11,7 @@ import asyncio
 import logging
 
 from tempr.settings import Settings
-from tempr.store import keyword_stats, vector_indexes
+from tempr.store import keyword_indexes, keyword_stats, vector_indexes
 from tempr.store.pool import connect
 
 __all__ = ["maintain_once", "maintenance_loop"]
@@ -32,7 +32,11 @@ async def maintain_once(dsn: str, min_facts: int) -> list[str]:
                 for c in await vector_indexes.maintain(conn, min_facts=min_facts)
             ]
             refreshed = await keyword_stats.maintain(conn, min_facts=min_facts)
-            return changes + [f"counted the lexemes of {bank} ({facts} facts)" for bank, facts in refreshed]
+            changes += [f"counted the lexemes of {bank} ({facts} facts)" for bank, facts in refreshed]
+            return changes + [
+                f"{action} the keyword index of {bank}"
+                for bank, action in await keyword_indexes.maintain(conn)
+            ]
     finally:
         await conn.close()
 

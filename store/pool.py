@@ -24,12 +24,24 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 _SERVER_SETTINGS = {"plan_cache_mode": "force_custom_plan", "hnsw.ef_search": "100"}
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Release without asyncpg's reset statement (advisory unlock, CLOSE ALL, UNLISTEN, RESET
+    ALL): asyncpg still rolls back an open transaction and drops listeners first."""
+
+
+async def create_pool(
+    dsn: str, *, min_size: int = 1, max_size: int = 10, reset_sessions: bool = True
+) -> asyncpg.Pool:
+    """``reset_sessions=False`` for a pool whose users leave no session state behind (settings
+    set transaction-locally, advisory locks transaction-scoped or on connections of their own):
+    the reset is a round trip and four statements on every release, 8 % of the API's event loop
+    at 16 concurrent recalls (docs/benchmarks.md, "Scale", "Stop 16")."""
     pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
+        reset=None if reset_sessions else _keep_session,
         command_timeout=60,
         server_settings=_SERVER_SETTINGS,
     )

@@ -170,7 +170,8 @@ async def test_bounded_keyword_arm_scores_the_rare_terms_facts_first(db: asyncpg
         embedding=None,
         filters=sql.RecallFilters(),
         limit=10,
-        cfg=RecallConfig(keyword_max_candidates=5),  # "talked" (48 facts) is cut, "telescope" is not
+        # "talked" (48 facts) is cut, "telescope" is not; the cut before MaxScore
+        cfg=RecallConfig(keyword_max_candidates=5, keyword_maxscore=False),
         bank_size=49,
         keyword_stats=True,
     )

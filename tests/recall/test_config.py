@@ -23,6 +23,7 @@ EXPECTED_PRESETS = {
     "no-passage",
     "semantic-only",
     "keyword-only",
+    "unproven-keyword-cut",
 }
 
 

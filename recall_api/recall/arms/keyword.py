@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from uuid import UUID
 
 import asyncpg
 
@@ -11,6 +12,7 @@ from tempr.recall_api.recall.arms.base import ArmContext, ArmHit, ArmResult, rec
 from tempr.recall_api.recall.config import RecallConfig
 from tempr.recall_api.recall.inflections import word_forms
 from tempr.recall_api.recall.word_prior import word_frequencies, zipf_to_frequency
+from tempr.store import keyword_bound
 from tempr.store import recall as sql
 from tempr.store.keyword_stats import query_lexemes
 
@@ -71,6 +73,28 @@ async def _matches(conn: asyncpg.Connection, ctx: ArmContext, or_query: str) -> 
         )
         return ArmResult("keyword", _keyword_hits(rows), note=or_query)
     cap = ctx.cfg.keyword_max_candidates
+    if ctx.cfg.keyword_maxscore:
+        terms, avg_length = await keyword_bound.term_stats(conn, ctx.bank_id, or_query, prior)
+        if avg_length is not None:  # else statistics from before lengths were kept: the old cut
+            found = await keyword_bound.bounded_search(
+                conn,
+                ctx.bank_id,
+                terms,
+                avg_length,
+                bank_size=ctx.bank_size,
+                limit=ctx.limit,
+                proven_top=ctx.cfg.keyword_proven_top,
+                max_candidates=cap,
+                filters=ctx.filters,
+            )
+            proof = f"top {min(ctx.cfg.keyword_proven_top, ctx.limit)} " + (
+                "proven" if found.proven else "capped"
+            )
+            return ArmResult(
+                "keyword",
+                [_hit(h.id, h.score, found.full_match) for h in found.hits],
+                note=f"{or_query} ({found.candidates} scored in {found.phases} reads, {proof})",
+            )
     plan = sql.keyword_plan(await query_lexemes(conn, ctx.bank_id, or_query), max_candidates=cap)
     rows = await sql.bounded_keyword_search(
         conn,
@@ -91,11 +115,8 @@ def _keyword_hits(rows: Sequence[asyncpg.Record]) -> list[ArmHit]:
     """Each match with its coverage: its BM25 over a full match's, in [0, 1]. One common word
     of a four-word question counts for little, however alone it is in matching (on a small
     bank, "days" in "sleeps most of the day" for "Where is Ingrid based these days?")."""
-    return [
-        ArmHit(
-            r["id"],
-            float(r["score"]),
-            {"coverage": min(float(r["score"]) / float(r["full_match"]), 1.0) if r["full_match"] else 0.0},
-        )
-        for r in rows
-    ]
+    return [_hit(r["id"], float(r["score"]), float(r["full_match"] or 0)) for r in rows]
+
+
+def _hit(fact: UUID, score: float, full_match: float) -> ArmHit:
+    return ArmHit(fact, score, {"coverage": min(score / full_match, 1.0) if full_match else 0.0})
