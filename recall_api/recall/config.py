@@ -171,7 +171,11 @@ class RecallConfig(BaseModel):
     # A short index scan on a bank up to this size is retried exactly; beyond it the cost of
     # a full scan outweighs the rows a filtered HNSW pass may have missed.
     exact_fallback_max_units: int = Field(default=200_000, ge=0)
-    ef_search_min: int = Field(default=40, ge=1)  # HNSW ef_search = the limit, within these
+    # HNSW ef_search = the limit, within these. At 300 (budget mid) one question of 60 in a
+    # 100k bank of the 1 M-row build fell into a wrong region of the graph: 0.06 of the exact
+    # top 50, no graph seed right. 400 and 500 recovered it (0.92, seeds 1.00) for +2-4 ms at
+    # the median, alternated per question; 500 leaves a margin (docs/benchmarks.md, "Scale").
+    ef_search_min: int = Field(default=500, ge=1)
     ef_search_max: int = Field(default=1000, ge=1)
     keyword_max_terms: int = Field(default=64, ge=1)  # query words and their inflections
     # A bank with keyword statistics scores the facts of its rarest query terms, up to this

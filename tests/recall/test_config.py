@@ -44,7 +44,7 @@ def test_defaults_follow_the_pipeline_constants() -> None:
     assert (cfg.query_as_asked_weight, cfg.ubiquitous_share) == (0.5, 0.25)
     assert cfg.ubiquitous_min_mentions == 3
     assert cfg.relevance == "cosine"
-    assert (cfg.ef_search_min, cfg.ef_search_max, cfg.keyword_max_terms) == (40, 1000, 64)
+    assert (cfg.ef_search_min, cfg.ef_search_max, cfg.keyword_max_terms) == (500, 1000, 64)
     assert (cfg.graph_seed_min_similarity, cfg.event_anchor_min_similarity) == (0.5, 0.5)
     assert (cfg.exact_fallback_max_units, cfg.event_before_days) == (200_000, 365.0)
 
