@@ -70,6 +70,10 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
         "sweep_interval_s": 2.0,
         "redeliver_after_s": 30.0,
         "api_workers": 1,  # one API process (per-process rate limits; the suite's memory and start time)
+        # Tests run the maintenance step themselves where they need it. A background pass every
+        # minute would drop the keyword statistics and indexes a test gives its small bank
+        # between two of its reads (banks under half of bank_index_min_facts lose them).
+        "index_maintenance_interval_s": 0,
     }
     if BROKER == "kafka":
         values.update(broker="kafka", kafka_cache=cache_dir())
