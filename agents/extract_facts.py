@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,7 +31,6 @@ from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
 __all__ = [
-    "EMBED_GROUP_FACTS",
     "SPEC",
     "Extractor",
     "chunk_text",
@@ -98,7 +98,8 @@ async def read_history(pool: Any, chunk: ChunkEvent) -> list[MessageEvent] | Non
 
 
 def choose_extractor(ctx: WorkerContext) -> Extractor:
-    from tempr.agents.extraction.local import extract_local
+    from tempr.agents.extraction.coalesce import Coalescer
+    from tempr.agents.extraction.local import extract_local_many
 
     if ctx.settings.llm_configured:
         from tempr.agents.extraction.llm import extract_with_llm
@@ -111,15 +112,15 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
 
         return with_llm
 
-    one_at_a_time = asyncio.Lock()  # spaCy's pipeline is not shared across threads
+    # CPU-bound (spaCy): in a thread, off the event loop so timers and commits keep running;
+    # chunks that wait meanwhile are extracted together.
+    coalescer = Coalescer(extract_local_many)
 
     async def local(chunk: ChunkEvent, id_bank: str) -> list[ExtractedFact]:
         history = await read_history(ctx.db, chunk)
         if history is not None:
             history = messages_in_bank(history, id_bank)
-        # CPU-bound (spaCy): off the event loop so timers and commits keep running.
-        async with one_at_a_time:
-            return await asyncio.to_thread(extract_local, in_bank(chunk, id_bank), history)
+        return await coalescer.extract(in_bank(chunk, id_bank), history)
 
     return local
 
@@ -144,20 +145,20 @@ async def _correction(pool: Any, event: FactCorrection) -> FactsEvent | None:
     return None if found is None else correction_event(*found)
 
 
-# Facts of finished chunks sent to the model at once, at most: the model's batches stay full
-# while each chunk's facts still leave soon after it is extracted.
-EMBED_GROUP_FACTS = 256
-
-
 async def extract_and_embed(
     chunks: Sequence[ChunkEvent],
     extract: Callable[[ChunkEvent], Awaitable[list[ExtractedFact]]],
     embedder: Any,
     emit: Callable[[FactsEvent], Awaitable[None]],
     *,
-    group_facts: int = EMBED_GROUP_FACTS,
+    group_facts: int,
 ) -> None:
     """Extract every chunk, embed its facts, emit each chunk's facts in input order.
+
+    `group_facts`: facts of finished chunks sent to the model at once, at most; the worker
+    passes one model batch (`embedding_batch_size`). A bigger group runs several batches before
+    any chunk of it moves on, so the resolver and the materializer wait, and the last group's
+    wait is the ingest's tail.
 
     The stages overlap: the facts of every chunk extracted so far are embedded together while
     later chunks are still being extracted, and a chunk is emitted once it and all before it
@@ -166,11 +167,13 @@ async def extract_and_embed(
     """
     events: list[FactsEvent | None] = [None] * len(chunks)
     embedded = [asyncio.Event() for _ in chunks]
-    ready: asyncio.Queue[int] = asyncio.Queue()
+    ready: deque[int] = deque()
+    more = asyncio.Event()
 
     async def extract_one(i: int) -> None:
         events[i] = facts_event(chunks[i], await extract(chunks[i]))
-        ready.put_nowait(i)
+        ready.append(i)
+        more.set()
 
     def facts_of(i: int) -> list[ExtractedFact]:
         event = events[i]
@@ -180,10 +183,14 @@ async def extract_and_embed(
     async def embed_all() -> None:
         remaining = len(chunks)
         while remaining:
-            group = [await ready.get()]
+            while not ready:
+                more.clear()
+                await more.wait()
+            # Whole chunks, as many as fit in one group (a bigger chunk goes alone).
+            group = [ready.popleft()]
             size = len(facts_of(group[0]))
-            while not ready.empty() and size < group_facts:
-                group.append(ready.get_nowait())
+            while ready and size + len(facts_of(ready[0])) <= group_facts:
+                group.append(ready.popleft())
                 size += len(facts_of(group[-1]))
             facts = [f for i in group for f in facts_of(i)]
             if facts:
@@ -237,7 +244,9 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
 
         chunks = [r.event for r in records if isinstance(r.event, ChunkEvent)]
         lineages = await banks.id_lineages(ctx.db, (c.bank_id for c in chunks)) if chunks else {}
-        await extract_and_embed(chunks, extract, ctx.embeddings, emit)
+        await extract_and_embed(
+            chunks, extract, ctx.embeddings, emit, group_facts=ctx.settings.embedding_batch_size
+        )
         fixes = [
             out
             for r in records

@@ -33,7 +33,16 @@ from tempr.store import (
 from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "SPEC", "BatchWrites", "apply_event", "apply_graph_event", "register"]
+__all__ = [
+    "NEAR_DUPLICATE_COSINE",
+    "SPEC",
+    "BatchWrites",
+    "ChunkNearDuplicates",
+    "apply_event",
+    "apply_graph_event",
+    "register",
+    "same_statement_stored",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +94,16 @@ async def apply_graph_event(
     stored_before = await memories.stored_ids(conn, [f.fact_id for f in event.facts])
     replaced: dict[Any, Any] = {}
     stored = 0
-    for fact in event.facts:
+    # A chunk's facts all new (the usual case): their near-duplicate candidates in one statement.
+    find = None if stored_before else await ChunkNearDuplicates.of(conn, event.bank_id, event.facts)
+    for index, fact in enumerate(event.facts):
         exists = fact.fact_id in stored_before
-        duplicate = None if exists else await _same_statement_stored(conn, event.bank_id, fact)
+        if exists:
+            duplicate = None
+        elif find is not None:
+            duplicate = find.stored_as(index, replaced)
+        else:
+            duplicate = await same_statement_stored(conn, event.bank_id, fact)
         if duplicate is not None:
             await memories.merge_provenance(
                 conn, duplicate, fact.source_message_ids, fact.evidence_ids, merged_id=fact.fact_id
@@ -151,12 +167,48 @@ async def apply_correction_event(conn: asyncpg.Connection, event: GraphEvent, la
     later.links[event.bank_id].extend(lk for lk in event.links if lk.from_id != lk.to_id)
 
 
-async def _same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
+async def same_statement_stored(conn: asyncpg.Connection, bank_id: str, fact: ExtractedFact) -> Any:
     """A stored fact that says what `fact` says: the embedding proposes, the texts decide."""
     candidates = await memories.near_duplicate_candidates(
         conn, bank_id, fact, min_cosine=NEAR_DUPLICATE_COSINE
     )
     return next((c["id"] for c in candidates if same_statement(c["text"], fact.text)), None)
+
+
+@dataclass
+class ChunkNearDuplicates:
+    """`same_statement_stored` for each fact of a chunk stored in turn, from one statement:
+    a fact's candidates are the stored ones and the chunk's facts before it that were stored
+    (not folded into another), nearest first, `_CANDIDATES` of them, as one query each found."""
+
+    facts: list[ExtractedFact]
+    candidates: list[list[memories.Candidate]]
+
+    @classmethod
+    async def of(
+        cls, conn: asyncpg.Connection, bank_id: str, facts: list[ExtractedFact]
+    ) -> ChunkNearDuplicates:
+        found = await memories.near_duplicate_candidates_of_new(
+            conn, bank_id, facts, min_cosine=NEAR_DUPLICATE_COSINE, limit=_CANDIDATES
+        )
+        return cls(facts, found)
+
+    def stored_as(self, index: int, replaced: dict[Any, Any]) -> Any:
+        text = self.facts[index].text
+        kept = [
+            c
+            for c in self.candidates[index]
+            if c.earlier is None or self.facts[c.earlier].fact_id not in replaced
+        ][:_CANDIDATES]
+        for c in kept:
+            if c.earlier is None and c.text is not None and same_statement(c.text, text):
+                return c.id
+            if c.earlier is not None and same_statement(self.facts[c.earlier].text, text):
+                return self.facts[c.earlier].fact_id
+        return None
+
+
+_CANDIDATES = 5
 
 
 async def _stale_for_deleted_bank(conn: asyncpg.Connection, event: GraphEvent) -> bool:

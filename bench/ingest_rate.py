@@ -2,7 +2,7 @@
 embedding rate of the same facts with the same model, measured in the same run.
 
     python -m bench.ingest_rate [--conversation conv-26] [--json PATH]
-        [--digest PATH] [--compare PATH] [--profile PATH]
+        [--digest PATH] [--compare PATH] [--profile PATH | --timeline PATH]
 
 The embedded runtime (`tempr up`'s Supervisor: Postgres+pgvector, Tansu, worker, API) starts in
 a temporary directory; a two-turn bank warms the worker up (spaCy and the model load lazily).
@@ -11,14 +11,16 @@ facts/s (facts stored). The worker then idles, and this process embeds the store
 exactly as the extractor embeds them, with the same model and batch size: the raw rate. The
 ratio of the two is the figure the scale issue targets (≥ 80 %).
 
-Also reported: CPU seconds per fact of the worker, the API and Postgres during the ingest, SQL
+Also reported: CPU seconds per fact of the worker, the API, the broker and Postgres during the ingest, SQL
 statements per fact (pg_stat_statements is not loaded; the count is from pg_stat_database's
 transactions and the tuples written), and bytes per fact and per link in the tables.
 
 `--digest` writes the bank's facts (id, text) and links (ends, type, weight) to a file;
 `--compare` checks them against such a file from an earlier run: the guard that a change of
 the pipeline's speed left what it extracts unchanged. `--profile` records the worker with
-py-spy (collapsed stacks, `--idle` included) for a breakdown.
+py-spy (collapsed stacks, `--idle` included) for a breakdown; `--timeline` records it as a timeline
+instead (bench/profile_timeline.py): how much of the ingest the model thread was busy, and how
+long the pipeline ran before its first and after its last embedding.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ from bench.common import (
     write_json,
 )
 from bench.locomo_data import DATA_DIR, load_sample
+from bench.pg_activity import PgActivity
 from bench.profile_stacks import breakdown
+from bench.profile_timeline import timeline
 from tempr.agents.extract_facts import dated_text
 from tempr.settings import Settings
 
@@ -78,11 +82,14 @@ def _postgres_procs(settings: Settings) -> list[psutil.Process]:
 
 
 class CpuMeter:
-    """CPU seconds of the worker, the API and Postgres between two snapshots."""
+    """CPU seconds of the worker, the API, the embedded broker and Postgres between two snapshots."""
 
     def __init__(self, supervisor: Any) -> None:
         children = {c.name: psutil.Process(c.proc.pid) for c in supervisor.children}
         self.groups = {"worker": [children["worker"]], "api": [children["api"]]}
+        broker = getattr(supervisor.broker, "_proc", None)  # the embedded broker's process
+        if broker is not None:
+            self.groups["broker"] = [psutil.Process(broker.pid)]
         self.settings = supervisor.settings
         self.start: dict[str, float] = {}
 
@@ -173,36 +180,49 @@ def digest_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]
 
 
 def raw_embedding_rate(texts: list[str], batch_size: int, repeats: int) -> dict[str, Any]:
-    """The model alone on the same texts, with one torch thread and with torch's default
-    (passes alternate, so both see the same load): the better median facts/s is the reference."""
+    """The model alone on the same texts, with one thread and with one per core (passes
+    alternate, so both see the same load): the better median facts/s is the reference.
+
+    Each thread count gets its own embedder: the ONNX Runtime session takes its thread count
+    when it is built, so setting torch's threads between passes (as this did before stop 18)
+    changed nothing and both passes ran the session at torch's default, one thread per core."""
     import torch
 
     from tempr.inference.embeddings import LocalEmbedder
     from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
-    embedder = LocalEmbedder(PACKAGED_EMBEDDING_MODEL, batch_size=batch_size)
-    embedder.encode(texts[:batch_size])  # warm-up
     default = torch.get_num_threads()
-    rates: dict[int, list[float]] = {n: [] for n in sorted({1, default})}
+    embedders = {}
+    for threads in sorted({1, default}):
+        torch.set_num_threads(threads)
+        embedders[threads] = LocalEmbedder(PACKAGED_EMBEDDING_MODEL, batch_size=batch_size)
+        embedders[threads].encode(texts[:batch_size])  # warm-up
+    rates: dict[int, list[float]] = {n: [] for n in embedders}
     for _ in range(repeats):
         for threads, passes in rates.items():
             torch.set_num_threads(threads)
             started = time.perf_counter()
-            embedder.encode(texts)
+            embedders[threads].encode(texts)
             passes.append(len(texts) / (time.perf_counter() - started))
     torch.set_num_threads(default)
     medians = {n: statistics.median(p) for n, p in rates.items()}
     best = max(medians, key=lambda n: medians[n])
-    return {"facts_per_s": medians[best], "torch_threads": best, "by_threads": medians, "passes": rates}
+    return {
+        "facts_per_s": medians[best],
+        "threads": best,
+        "runtime": embedders[best].runtime,
+        "by_threads": medians,
+        "passes": rates,
+    }
 
 
-def _start_profile(pid: int, path: Path) -> subprocess.Popen[bytes] | None:
+def _start_profile(pid: int, path: Path, fmt: str = "raw") -> subprocess.Popen[bytes] | None:
     exe = shutil.which("py-spy")
     if exe is None:
         console.print("[yellow]py-spy not installed (pip install py-spy): no profile[/yellow]")
         return None
     return subprocess.Popen(
-        [exe, "record", "--pid", str(pid), "--rate", "50", "--idle", "--threads", "--format", "raw",
+        [exe, "record", "--pid", str(pid), "--rate", "50", "--idle", "--threads", "--format", fmt,
          "--output", str(path), "--nonblocking"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -225,6 +245,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-ingest-"))
     supervisor = start_supervisor(embedded_settings(data_dir))
     profile = None
+    activity: PgActivity | None = None
     try:
         s = supervisor.settings
         assert s.database_url
@@ -233,16 +254,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             wait_until_materialized(client, timeout=600)
             meter = CpuMeter(supervisor)
             db_before = asyncio.run(_db_stats(s.database_url))
-            if args.profile:
+            if args.profile or args.timeline:
                 worker = next(c for c in supervisor.children if c.name == "worker")
                 assert worker.proc is not None
-                profile = _start_profile(worker.proc.pid, args.profile)
+                profile = _start_profile(
+                    worker.proc.pid, args.profile or args.timeline, "raw" if args.profile else "speedscope"
+                )
             meter.begin()
-            started = time.perf_counter()
-            _retain(client, sample.bank, items)
-            posted = time.perf_counter() - started
-            wait_until_materialized(client, timeout=3600)
-            seconds = time.perf_counter() - started
+            with PgActivity(s.database_url) if args.pg_activity else contextlib.nullcontext() as activity:
+                started = time.perf_counter()
+                _retain(client, sample.bank, items)
+                posted = time.perf_counter() - started
+                wait_until_materialized(client, timeout=3600)
+                seconds = time.perf_counter() - started
             cpu = meter.end()
             _stop_profile(profile)
             profile = None
@@ -269,6 +293,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "facts_per_s": n_facts / seconds,
         "raw_embedding": raw,
         "ratio": (n_facts / seconds) / raw["facts_per_s"],
+        # The worker embeds with `embedding_threads` or else `torch_threads` (1): the same figure
+        # against the model alone at that count, reported beside the reference, not instead.
+        "worker_threads": s.embedding_threads or s.torch_threads,
+        "ratio_at_worker_threads": (n_facts / seconds)
+        / raw["by_threads"].get(s.torch_threads, raw["facts_per_s"]),
         "cpu_seconds": cpu,
         "cpu_ms_per_fact": {k: 1000 * v / n_facts for k, v in cpu.items()},
         "db": {k: db_after[k] - db_before[k] for k in db_before},
@@ -283,6 +312,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         console.print(f"wrote {args.digest}")
     if args.profile and args.profile.exists():
         result["profile"] = breakdown(args.profile)
+    if args.timeline and args.timeline.exists():
+        line = result["timeline"] = timeline(args.timeline)
+        # The ratio, taken apart: how fast the model embedded while it ran inside the worker
+        # (against the model alone at the worker's thread count), and how much of the ingest
+        # it ran.
+        busy_s = line["model_busy"] * line["seconds"]
+        line["model_facts_per_s_while_busy"] = n_facts / busy_s if busy_s else 0.0
+        alone = raw["by_threads"].get(result["worker_threads"], raw["facts_per_s"])
+        line["model_in_worker_vs_alone_same_threads"] = line["model_facts_per_s_while_busy"] / alone
+    if activity is not None:
+        result["pg_activity"] = activity.summary()
     if args.compare:
         result["compare"] = digest_diff(json.loads(args.compare.read_text()), digest)
     return result
@@ -299,16 +339,22 @@ def report(r: dict[str, Any]) -> None:
             ["seconds (retain → all materialized)", r["seconds"]],
             ["turns/s", r["turns_per_s"]],
             ["facts/s end to end", r["facts_per_s"]],
-            [f"facts/s raw embedding ({r['raw_embedding']['torch_threads']} torch threads)",
+            [f"facts/s raw embedding ({r['raw_embedding']['threads']} threads, the reference)",
              r["raw_embedding"]["facts_per_s"]],
-            *[[f"  raw, {n} torch thread(s)", v] for n, v in r["raw_embedding"]["by_threads"].items()],
+            *[[f"  raw, {n} thread(s)", v] for n, v in r["raw_embedding"]["by_threads"].items()],
             ["ratio (target ≥ 0.80)", r["ratio"]],
+            [f"ratio to the model at the worker's {r['worker_threads']} thread(s)",
+             r["ratio_at_worker_threads"]],
             *[[f"CPU ms per fact, {k}", v] for k, v in r["cpu_ms_per_fact"].items()],
             *[[f"DB {k} per fact", v] for k, v in r["db_per_fact"].items()],
             ["bytes per fact (units + mentions, with indexes)", r["bytes_per_fact"]],
             ["bytes per link (with indexes)", r["bytes_per_link"]],
             *[[f"vs digest: {k}", v] for k, v in r.get("compare", {}).items()],
             *[[f"worker profile: {k}", f"{v:.1%}"] for k, v in r.get("profile", {}).items()],
+            *[[f"Postgres: {k}", round(v, 3)] for k, v in r.get("pg_activity", {}).items()
+              if isinstance(v, float)],
+            *[[f"worker timeline: {k}", round(v, 3)] for k, v in r.get("timeline", {}).items()
+              if isinstance(v, float)],
         ],
     )  # fmt: skip
 
@@ -323,7 +369,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--digest", type=Path, help="write the bank's facts and links here")
     parser.add_argument("--compare", type=Path, help="compare the facts and links with this digest")
-    parser.add_argument("--profile", type=Path, help="py-spy collapsed stacks of the worker")
+    recording = parser.add_mutually_exclusive_group()
+    recording.add_argument("--profile", type=Path, help="py-spy collapsed stacks of the worker")
+    recording.add_argument(
+        "--timeline", type=Path, help="py-spy timeline of the worker (speedscope): is the model busy?"
+    )
+    parser.add_argument(
+        "--pg-activity", action="store_true", help="sample pg_stat_activity during the ingest (lock waits)"
+    )
     args = parser.parse_args(argv)
     result = measure(args)
     report(result)

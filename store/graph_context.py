@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 import asyncpg
-import numpy as np
+
+from tempr.store.vector_params import vector_params
 
 __all__ = [
     "entity_neighbours",
@@ -62,7 +63,7 @@ async def temporal_neighbours(
 # Small banks: the bank's vectors read once, scored against every query (exact).
 _NEAREST_EXACT = """
     WITH q AS MATERIALIZED (
-        SELECT i, v::vector AS v FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+        SELECT i, v FROM unnest($2::vector[]) WITH ORDINALITY AS q(v, i)
     ), scored AS MATERIALIZED (
         SELECT q.i, u.id, u.embedding <=> q.v AS d
         FROM q CROSS JOIN memory_units u
@@ -73,12 +74,12 @@ _NEAREST_EXACT = """
 """
 # A bank with an HNSW index of its own (store/vector_indexes.py): one index probe per query.
 _NEAREST_INDEXED = """
-    SELECT q.i, n.id, n.r FROM unnest($2::text[]) WITH ORDINALITY AS q(v, i)
+    SELECT q.i, n.id, n.r FROM unnest($2::vector[]) WITH ORDINALITY AS q(v, i)
     CROSS JOIN LATERAL (
-        SELECT u.id, 1 AS r, u.embedding <=> q.v::vector AS d
+        SELECT u.id, 1 AS r, u.embedding <=> q.v AS d
         FROM memory_units u
         WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
-        ORDER BY u.embedding <=> q.v::vector
+        ORDER BY u.embedding <=> q.v
         LIMIT $4
     ) n
     WHERE 1 - n.d >= $3
@@ -112,15 +113,10 @@ async def semantic_neighbours_of_many(
         GROUP BY u.id
         """,
         bank_id,
-        [_vector_text(e) for e in embeddings],
+        vector_params(embeddings),
         min_cosine,
         limit,
     )
-
-
-def _vector_text(embedding: Sequence[float]) -> str:
-    """pgvector's text form; each float32 printed so that it reads back the same."""
-    return "[" + ",".join(map(repr, np.asarray(embedding, dtype=np.float32).tolist())) + "]"
 
 
 async def entity_neighbours(

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import NamedTuple
 from uuid import UUID
 
 import asyncpg
 import numpy as np
 
 from tempr.schemas.events import ExtractedFact
+from tempr.store.vector_params import vector_params
 
 __all__ = [
     "UNIT_COLUMNS",
+    "Candidate",
     "count_units",
     "get_unit",
     "list_units",
     "merge_provenance",
     "near_duplicate_candidates",
+    "near_duplicate_candidates_of_new",
     "stored_ids",
     "unit_entities",
     "unit_links",
@@ -90,6 +94,75 @@ async def near_duplicate_candidates(
         min_cosine,
         limit,
     )
+
+
+class Candidate(NamedTuple):
+    """A near-duplicate candidate: a stored fact (id, text) or an earlier fact of the batch."""
+
+    distance: float
+    id: UUID | None
+    text: str | None
+    earlier: int | None
+
+
+async def near_duplicate_candidates_of_new(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    facts: Sequence[ExtractedFact],
+    *,
+    min_cosine: float,
+    window: timedelta = timedelta(hours=24),
+    limit: int = 5,
+) -> list[list[Candidate]]:
+    """`near_duplicate_candidates` of every fact of `facts` (none stored yet) in one statement,
+    for facts stored in their order: each fact's candidates are the stored facts the single
+    query finds (by id) and the facts before it in `facts` that pass the same filters (by
+    position), with their cosine distances, nearest first. The caller drops the earlier
+    facts it did not store and keeps the nearest `limit`."""
+    rows = [(i, f) for i, f in enumerate(facts) if f.embedding is not None]
+    if not rows:
+        return [[] for _ in facts]
+    found = await conn.fetch(
+        """
+        WITH q AS (
+            SELECT i, id, fact_type, when_at, embedding
+            FROM unnest($2::int[], $3::uuid[], $4::text[], $5::timestamptz[], $6::vector[])
+                 AS q(i, id, fact_type, when_at, embedding)
+        )
+        SELECT q.i, c.distance, c.id, c.text, NULL::int AS earlier
+        FROM q CROSS JOIN LATERAL (
+            SELECT id, text, embedding <=> q.embedding AS distance FROM memory_units
+            WHERE bank_id = $1 AND id <> q.id AND fact_type = q.fact_type
+              AND (q.when_at IS NULL
+                   OR coalesce(occurred_start, mentioned_at) BETWEEN q.when_at - $7::interval
+                                                                 AND q.when_at + $7::interval)
+              AND 1 - (embedding <=> q.embedding) >= $8
+            ORDER BY embedding <=> q.embedding
+            LIMIT $9
+        ) c
+        UNION ALL
+        SELECT q.i, p.embedding <=> q.embedding, NULL, NULL, p.i
+        FROM q JOIN q p ON p.i < q.i AND p.id <> q.id AND p.fact_type = q.fact_type
+        WHERE (q.when_at IS NULL
+               OR p.when_at BETWEEN q.when_at - $7::interval AND q.when_at + $7::interval)
+          AND 1 - (p.embedding <=> q.embedding) >= $8
+        """,
+        bank_id,
+        [i for i, _ in rows],
+        [f.fact_id for _, f in rows],
+        [f.fact_type for _, f in rows],
+        [f.occurred_start or f.mentioned_at for _, f in rows],
+        vector_params([f.embedding for _, f in rows if f.embedding is not None]),
+        window,
+        min_cosine,
+        limit,
+    )
+    out: list[list[Candidate]] = [[] for _ in facts]
+    for r in found:
+        out[r["i"]].append(Candidate(r["distance"], r["id"], r["text"], r["earlier"]))
+    for candidates in out:
+        candidates.sort(key=lambda c: c.distance)
+    return out
 
 
 async def stored_ids(conn: asyncpg.Connection, ids: Sequence[UUID]) -> set[UUID]:

@@ -16,6 +16,7 @@ from tempr.inference.threads import configure_torch_threads
 from tempr.settings import Settings
 from tempr.store.embedding_column import check_embedding_model
 from tempr.store.pool import create_pool
+from tempr.streams.heap import freeze_start_up_heap
 from tempr.streams.heartbeat import StageBeats
 from tempr.streams.inflight import CrashGuard
 
@@ -44,11 +45,17 @@ class WorkerContext:
     async def start(self) -> None:
         assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
         self.pool = await create_pool(self.settings.database_url, max_size=5)
-        configure_torch_threads(self.settings.torch_threads)
+        configure_torch_threads(self.settings.torch_threads, self.settings.embedding_threads)
         self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
         # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
         await check_embedding_model(self.pool, self.embedder.model_name, self.embedder.dimension)
-        log.info("worker context ready (embedding model %s)", self.settings.embedding_model)
+        # Everything loaded so far lives as long as the worker: out of the collector's full passes.
+        frozen = freeze_start_up_heap()
+        log.info(
+            "worker context ready (embedding model %s; %d start-up objects frozen)",
+            self.settings.embedding_model,
+            frozen,
+        )
         self.ready.set()
 
     async def stop(self) -> None:

@@ -70,6 +70,12 @@ class Settings(BaseSettings):
     torch_threads: int = Field(
         default=1, ge=0, description="local models' threads per process; 0: one per core"
     )
+    # The worker's embedding model may get more than `torch_threads` (numpy's BLAS keeps
+    # `torch_threads`): bench.ingest_rate's reference is the model's best of one thread and
+    # one per core.
+    embedding_threads: int = Field(
+        default=0, ge=0, description="the worker's local embedding model's threads; 0: torch_threads"
+    )
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
     llm_base_url: str | None = None

@@ -123,8 +123,11 @@ def find_entities(text: str, *, known_speakers: Sequence[str] = ()) -> list[Enti
     return entities_from_doc(nlp(text), known_speakers=known_speakers)
 
 
-def entities_from_doc(doc: Any, *, known_speakers: Sequence[str] = ()) -> list[EntityMention]:
-    """Same as `find_entities` for an already processed spaCy doc (lets callers batch)."""
+def entities_from_doc(
+    doc: Any, *, known_speakers: Sequence[str] = (), tokens: list[Token] | None = None
+) -> list[EntityMention]:
+    """Same as `find_entities` for an already processed spaCy doc (lets callers batch);
+    `tokens`: the doc's `tokens_from_doc`, when the caller has them already."""
     text = doc.text
     mentions: list[tuple[int, EntityMention]] = []
     taken: list[tuple[int, int]] = []
@@ -141,7 +144,9 @@ def entities_from_doc(doc: Any, *, known_speakers: Sequence[str] = ()) -> list[E
             kind = "person"
         mentions.append((ent.start_char, EntityMention(name=name, kind=kind)))
         taken.append((ent.start_char, ent.end_char))
-    heuristic = _heuristic_spans(text, tokens_from_doc(doc), known_speakers, taken)
+    heuristic = _heuristic_spans(
+        text, tokens_from_doc(doc) if tokens is None else tokens, known_speakers, taken
+    )
     mentions.extend(heuristic)
     mentions.sort(key=lambda pair: pair[0])
     return merge_mentions(m for _, m in mentions)

@@ -51,7 +51,7 @@ async def test_chunks_are_emitted_in_order_with_every_fact_embedded_in_shared_ca
     async def extract(chunk: ChunkEvent) -> list[ExtractedFact]:
         return await _slow_last_first(chunks, chunk)
 
-    await extract_and_embed(chunks, extract, embedder, emit)
+    await extract_and_embed(chunks, extract, embedder, emit, group_facts=64)
 
     assert [e.chunk_id for e in emitted] == [c.chunk_id for c in chunks]
     facts = [f for e in emitted for f in e.facts]
@@ -76,5 +76,43 @@ async def test_a_failed_extraction_raises_its_own_error_and_nothing_hangs() -> N
         return await _slow_last_first(chunks, chunk)
 
     with pytest.raises(ConnectionError, match="database gone"):
-        await asyncio.wait_for(extract_and_embed(chunks, extract, CountingEmbedder(), emit), timeout=60)
+        await asyncio.wait_for(
+            extract_and_embed(chunks, extract, CountingEmbedder(), emit, group_facts=64), timeout=60
+        )
     assert chunks[2].chunk_id not in {e.chunk_id for e in emitted}
+
+
+async def test_groups_hold_whole_chunks_up_to_one_model_batch_and_chunks_leave_after_their_group() -> None:
+    chunks = _chunks()
+    embedder = CountingEmbedder()
+    log: list[str] = []
+    emitted: list[FactsEvent] = []
+
+    async def emit(event: FactsEvent) -> None:
+        log.append("emit")
+        emitted.append(event)
+
+    async def extract(chunk: ChunkEvent) -> list[ExtractedFact]:
+        return extract_local(chunk, None)  # all ready at once: groups are as full as allowed
+
+    async def counting(texts: Sequence[str]) -> np.ndarray:
+        log.append("embed")
+        return await CountingEmbedder.aencode(embedder, texts)
+
+    embedder.aencode = counting  # type: ignore[method-assign]
+    await extract_and_embed(chunks, extract, embedder, emit, group_facts=8)
+
+    sizes = [len(e.facts) for e in emitted]
+    assert [e.chunk_id for e in emitted] == [c.chunk_id for c in chunks]
+    assert sum(embedder.calls) == sum(sizes)
+    # Every chunk was ready before the model's first call: groups are whole chunks in order,
+    # as many as fit in 8 facts, a bigger chunk alone.
+    expected: list[int] = []
+    for n in sizes:
+        if expected and expected[-1] + n <= 8:
+            expected[-1] += n
+        else:
+            expected.append(n)
+    assert embedder.calls == expected and len(expected) > 1
+    # The first chunks move on while later groups still wait for the model.
+    assert log.index("emit") < len(log) - 1 - log[::-1].index("embed")

@@ -14,15 +14,18 @@ import torch
 def blas():
     return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
 before = blas()
-configure_torch_threads({threads})
+configure_torch_threads({threads}, {model})
 print(json.dumps({{"torch": torch.get_num_threads(), "blas": blas(), "before": before}}))
 """
 
 
-def _probe(threads: int) -> dict[str, object]:
+def _probe(threads: int, model: int = 0) -> dict[str, object]:
     # A fresh interpreter: the limits are process-wide and would leak into other tests.
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(threads=threads)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _PROBE.format(threads=threads, model=model)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -36,3 +39,9 @@ def test_one_thread_limits_torch_and_blas() -> None:
 def test_zero_keeps_the_defaults() -> None:
     found = _probe(0)
     assert found["blas"] and found["blas"] == found["before"]
+
+
+def test_the_model_may_get_more_threads_than_blas() -> None:
+    found = _probe(1, 2)
+    assert found["torch"] == 2  # what the ONNX Runtime session built next takes
+    assert found["blas"] and all(n == 1 for n in found["blas"])  # type: ignore[union-attr]

@@ -12,7 +12,12 @@ import asyncpg
 import numpy as np
 import pytest
 
-from tempr.agents.materialize_graph import BatchWrites, apply_event
+from tempr.agents.materialize_graph import (
+    BatchWrites,
+    ChunkNearDuplicates,
+    apply_event,
+    same_statement_stored,
+)
 from tempr.schemas.events import (
     ExtractedFact,
     GraphEvent,
@@ -285,3 +290,55 @@ async def test_parts_landing_in_concurrent_transactions_both_count(db: asyncpg.P
         await tx.commit()
         assert await waiting == 1
         assert await _processed(b, long)
+
+
+def _near(v: np.ndarray, seed: int) -> list[float]:
+    """A vector at cosine ~0.999 to `v`: a near-duplicate's embedding."""
+    return _unit(v + 0.01 * np.random.default_rng(seed).normal(size=DIM))
+
+
+async def test_a_chunks_near_duplicates_from_one_statement_are_the_per_fact_queries(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    """For a chunk of new facts the materializer asks for every fact's near-duplicate candidates
+    at once, before storing any; the decisions equal those of one query per fact run as each
+    fact is stored: stored facts, earlier facts of the chunk (but not one folded into another),
+    the type, the time window and the text rule all count as before."""
+    rng = np.random.default_rng(11)
+    paint, run = rng.normal(size=DIM), rng.normal(size=DIM)
+    stored = _fact("Caroline paints every Sunday.", _unit(paint))
+    await _store(db, bank, [stored])
+    chunk = [
+        _fact("Caroline paints every Sunday!", _near(paint, 1), minutes=3),  # the stored one
+        _fact("Melanie runs marathons.", _unit(run), minutes=4),  # new
+        _fact("Melanie runs marathons!", _near(run, 2), minutes=5),  # the one before
+        _fact("melanie RUNS marathons", _near(run, 3), minutes=6),  # fact 1, not the folded fact 2
+        _fact("Melanie ran 3 marathons.", _near(run, 4), minutes=7),  # close vector, other statement
+        _fact("Caroline paints every Sunday.", _near(paint, 5), minutes=60 * 24 * 3),  # days later
+        _fact("Caroline paints every Sunday.", None, minutes=8),  # no embedding
+    ]
+    chunk.append(
+        chunk[0].model_copy(update={"fact_id": uuid.uuid4(), "fact_type": "experience"})  # other type
+    )
+    async with db.acquire() as conn, conn.transaction():
+        batched = await ChunkNearDuplicates.of(conn, bank, chunk)
+        replaced: dict[uuid.UUID, uuid.UUID] = {}
+        decisions = []
+        for i, fact in enumerate(chunk):
+            one_by_one = await same_statement_stored(conn, bank, fact)
+            assert batched.stored_as(i, replaced) == one_by_one
+            decisions.append(one_by_one)
+            if one_by_one is None:
+                await memories.upsert_fact(conn, bank, None, fact)
+            else:
+                replaced[fact.fact_id] = one_by_one
+    ids = [f.fact_id for f in chunk]
+    assert decisions == [stored.fact_id, None, ids[1], ids[1], None, None, None, None]
+    # Through the materializer: the same chunk again under new ids folds as decided above.
+    again = [f.model_copy(update={"fact_id": uuid.uuid4()}) for f in chunk]
+    event = GraphEvent(bank_id=bank, chunk_id=uuid.uuid4(), message_event_ids=[], facts=again)
+    async with db.acquire() as conn, conn.transaction():
+        assert await apply_event(conn, event)
+    count = await db.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank)
+    # Each new fact folds into its stored twin, except the one without an embedding.
+    assert count == 1 + 5 + 1
