@@ -24,11 +24,13 @@ __all__ = ["TRACE_LIST_CAP", "attach_includes", "build_result", "build_trace", "
 TRACE_LIST_CAP = 100  # per list in the trace; counts stay exact
 
 
-def build_result(s: Scored, include: RecallInclude) -> RecallResult:
+def build_result(s: Scored, include: RecallInclude, *, text: str | None = None) -> RecallResult:
+    """``text``: what the packing shows of the fact (its sentences not already shown), when
+    that is less than the fact's own text."""
     row = s.row
     fields: dict[str, Any] = {
         "id": row["id"],
-        "text": row["text"],
+        "text": row["text"] if text is None else text,
         "fact_type": row["fact_type"],
         "occurred_start": row["occurred_start"],
         "occurred_end": row["occurred_end"],
@@ -39,7 +41,10 @@ def build_result(s: Scored, include: RecallInclude) -> RecallResult:
         "source_message_ids": list(row["source_message_ids"]),
         "chunk_id": row["chunk_id"],
         "scores": RecallScores(
-            rrf=s.cand.fused_score, rerank=s.rerank, final=s.final, arms=dict(s.cand.arm_ranks)
+            rrf=float(s.cand.fused_score),
+            rerank=float(s.rerank),
+            final=float(s.final),
+            arms=dict(s.cand.arm_ranks),
         ),
     }
     # Set only when asked for, so the route's exclude_unset leaves them out otherwise.
@@ -47,6 +52,8 @@ def build_result(s: Scored, include: RecallInclude) -> RecallResult:
         fields["entities"] = []
     if include.chunks:
         fields["chunk"] = None
+    # Validated, not model_construct: pydantic-core validates these fields in Rust at less than
+    # half the cost of model_construct's Python loop over them (0.33 vs 0.74-0.85 ms per 136).
     return RecallResult(**fields)
 
 
@@ -129,6 +136,8 @@ def build_trace(
         ),
         # Blended into the query vector; None when the question names no ubiquitous entity.
         "query_without_names": query_without_names,
+        # The question's recency weight: full when it asks about now or lately (asked_when.py).
+        "recency_alpha": cfg.recency_alpha,
         "arms": {r.arm: _arm_trace(r) for r in results},
         "fused": {
             "count": len(fused),

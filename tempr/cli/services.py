@@ -17,10 +17,14 @@ from rich.table import Table
 if TYPE_CHECKING:
     from tempr.settings import Settings
 
-__all__ = ["register"]
+__all__ = ["UVICORN_OPTIONS", "register"]
 
 console = Console(stderr=True)
 
+
+# The API on uvloop and httptools (server extras), named rather than left to uvicorn's "auto",
+# which falls back to asyncio's selector loop and h11 in silence when they are missing.
+UVICORN_OPTIONS: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_level": "warning"}
 
 # What the server's commands import; the lean install (`tempr`, `tempr[cli]`) has none of them.
 SERVER_MODULES = ("pydantic_settings", "asyncpg", "faust", "fastapi", "torch")
@@ -222,7 +226,7 @@ def api(
     _warn_if_exposed(settings)
     count = settings.api_worker_count()
     if count == 1:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, **UVICORN_OPTIONS)
         return
     # Each worker is a process of its own (its pool, model and maintenance task), sharing the socket.
     uvicorn.run(
@@ -231,7 +235,7 @@ def api(
         workers=count,
         host=settings.host,
         port=settings.port,
-        log_level="warning",
+        **UVICORN_OPTIONS,
     )
 
 
