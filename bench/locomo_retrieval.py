@@ -50,7 +50,7 @@ __all__ = ["ALL_SYSTEMS", "BASELINES", "TEMPR_PRESETS", "main", "run_baseline", 
 BATCH_SIZE = 200
 TEMPR_PRESETS = {
     "tempr": "default",
-    "tempr-no-graph": "no-graph",
+    "tempr-graph": "graph",  # the default leaves the graph arm out: this row is what it adds
     "tempr-no-diversity": "no-diversity",
     "tempr-no-passage": "no-passage",
     "tempr-no-temporal": "no-temporal",

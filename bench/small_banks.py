@@ -7,7 +7,7 @@ statement; a result answers it when its sources cite that statement. Scored: P@1
 result answers) and MRR (1 / rank of the first result that answers, 0 when none does), for
 each recall preset, and for BM25 and dense (the same MiniLM) over the raw statements.
 
-    python -m bench.small_banks [--url URL] [--presets default,no-graph,...] [--json PATH]
+    python -m bench.small_banks [--url URL] [--presets default,graph,...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["Bank", "SmallQuestion", "load_banks", "main", "reciprocal_rank", "su
 DATA = REPO / "bench" / "data" / "small_banks.json"
 PRESETS = (
     "default",
-    "no-graph",
+    "graph",
     "no-temporal",
     "no-keyword",
     "no-rerank",

@@ -113,7 +113,10 @@ class RecallChunk(BaseModel):
 
 class RecallResult(BaseModel):
     id: UUID
-    text: str
+    text: str = Field(
+        description="The fact as packed: a sentence a better-ranked result already shows is left out "
+        "(two exchanges of one turn both quote it); GET /v1/banks/{bank_id}/memories/{id} gives the whole fact."
+    )
     fact_type: str
     occurred_start: datetime | None
     occurred_end: datetime | None

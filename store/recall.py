@@ -20,6 +20,8 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from tempr.store.turn_order import nearby_column
+
 __all__ = [
     "CAUSAL_LINK_TYPES",
     "BankShape",
@@ -38,6 +40,7 @@ __all__ = [
     "semantic_search",
     "temporal_search",
     "unit_entity_names",
+    "vector_of",
 ]
 
 CAUSAL_LINK_TYPES = ("causes", "caused_by", "enables", "prevents")
@@ -116,14 +119,16 @@ class BankShape:
     indexed: bool = False
     keyword_stats: bool = False
     graph_retriever: str | None = None
+    conversations: bool = False  # some journaled message belongs to a conversation
 
 
 async def bank_shape(
     conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, *, min_share: float, min_mentions: int
 ) -> BankShape:
     """The bank's size (from the counters), the entities in at least ``min_share`` of its facts
-    (and in at least ``min_mentions``), its index, statistics and graph retriever. One round
-    trip: recall needs them all before it embeds the query."""
+    (and in at least ``min_mentions``), its index, statistics, graph retriever and whether it
+    journaled any conversation. One round trip: recall needs them all before it embeds the
+    query."""
     row = await conn.fetchrow(
         """
         WITH size AS (SELECT coalesce(sum(n), 0)::int AS n FROM bank_fact_counts WHERE bank_id = $1),
@@ -136,7 +141,9 @@ async def bank_shape(
                coalesce((SELECT array_agg(name) FROM ubiquitous, unnest(names) AS name), '{}') AS names,
                EXISTS (SELECT 1 FROM bank_vector_indexes WHERE bank_id = $1) AS indexed,
                EXISTS (SELECT 1 FROM bank_keyword_stats WHERE bank_id = $1) AS keyword_stats,
-               (SELECT config->>'graph_retriever' FROM banks WHERE id = $1) AS graph_retriever
+               (SELECT config->>'graph_retriever' FROM banks WHERE id = $1) AS graph_retriever,
+               EXISTS (SELECT 1 FROM messages
+                       WHERE bank_id = $1 AND conversation_id IS NOT NULL) AS conversations
         FROM size
         """,
         bank_id,
@@ -150,6 +157,7 @@ async def bank_shape(
         row["indexed"],
         row["keyword_stats"],
         row["graph_retriever"],
+        row["conversations"],
     )
 
 
@@ -573,20 +581,34 @@ async def fetch_units(
     embedding: np.ndarray | None = None,
     *,
     with_embeddings: bool = False,
+    passage_turns: int = 0,
 ) -> list[asyncpg.Record]:
     """The facts' rows, each with ``cosine``: its similarity to ``embedding`` (None without
     one, or for a fact without an embedding), and with ``with_embeddings`` its own
-    ``embedding`` (recall's diversity step needs the head's: fetched here, it costs no
-    second round trip)."""
-    vectors = ", embedding" if with_embeddings else ""
+    ``embedding`` in pgvector's binary form, for `vector_of` (recall's diversity step needs
+    the head's: fetched here, it costs no second round trip; left undecoded, the rest of the
+    candidates cost no vector objects). With ``passage_turns`` > 0 each row also has ``nearby``: the
+    ``passage_turns`` turns around each of its source turns (store/turn_order.py), read in
+    this statement for recall's passage context."""
+    vectors = ", vector_send(embedding) AS embedding" if with_embeddings else ""
+    nearby = (
+        f", {nearby_column('$1', 'source_message_ids', '$4::int')} AS nearby" if passage_turns > 0 else ""
+    )
+    args: list[object] = [bank_id, list(ids), None if embedding is None else _vec(embedding)]
+    if passage_turns > 0:
+        args.append(passage_turns)
     return await conn.fetch(
-        f"""SELECT {_HIT_UNITS}{vectors}, CASE WHEN $3::vector IS NULL THEN NULL
+        f"""SELECT {_HIT_UNITS}{vectors}{nearby}, CASE WHEN $3::vector IS NULL THEN NULL
                                       ELSE 1 - (embedding <=> $3::vector) END AS cosine
             FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])""",
-        bank_id,
-        list(ids),
-        None if embedding is None else _vec(embedding),
+        *args,
     )
+
+
+def vector_of(raw: bytes) -> np.ndarray:
+    """A vector from pgvector's binary form (``vector_send``: dimension, a reserved word, then
+    big-endian float4s)."""
+    return np.frombuffer(raw, dtype=">f4", offset=4).astype(np.float32)
 
 
 async def unit_entity_names(

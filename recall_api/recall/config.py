@@ -67,6 +67,10 @@ class RecallConfig(BaseModel):
     arm_boosts: dict[Arm, _Divisor] = Field(default_factory=dict)
 
     recency_alpha: float = Field(default=0.2, ge=0.0, le=_MAX_ALPHA)
+    # The recency weight of a question that does not ask about now or lately
+    # (recall/asked_when.py): when it was said is no evidence of what answers "What did Caroline
+    # do at the support group?". Recency then only breaks near-ties (identical facts).
+    recency_alpha_unasked: float = Field(default=0.02, ge=0.0, le=_MAX_ALPHA)
     # What recency dates a memory by. "known": the latest of when it happened and when it was
     # said, so "I moved to Porto in 2022", said today, is as fresh as "I work at a bakery",
     # said in the same breath; "happened" dates it by the event alone (falling back to when it
@@ -102,6 +106,10 @@ class RecallConfig(BaseModel):
     # opens with a relative of the person the question asks about is about that relative
     # (recall/subject.py), and its relevance is multiplied by this; 1 = off.
     other_subject_factor: float = Field(default=0.8, gt=0.0, le=1.0)
+    # Whether such a fact keeps its keyword evidence. Off: every word after "Kwame's brother
+    # Kojo" is said of Kojo, so a question word it matches ("Where does Kwame live?" against
+    # "... lives in Accra") is evidence about the relative, not about the person asked.
+    other_subject_keyword: bool = False
     # A fact amid talk about the question is likelier to answer it than the same words amid
     # other talk ("It was great, the kids loved it" after a turn about the pottery class).
     # Relevance is blended with the best relevance among the candidates from its passage: its
@@ -153,11 +161,28 @@ class RecallConfig(BaseModel):
     mpfp_hub_min_mentions: int = Field(default=20, ge=1)
 
     temporal_buckets: int = Field(default=10, ge=1)  # slices of the window for spreading
-    # Facts whose sources are all cited by better-ranked facts move behind the rest.
+    # Facts whose sources are all cited by better-ranked facts move behind the rest, and
+    # with `demote_covered` "repeats" only those that also say nothing new (every sentence in
+    # a fact above). A turn is split into facts of a sentence or two, and the one that
+    # matches the question is often not the one that answers it ("This necklace is super
+    # special to me" / "it stands for love, faith and strength"): the second cites a turn
+    # already shown, yet it is new text. "sources" demotes every covered fact (before stop
+    # 18: LoCoMo A@1024 0.737 against 0.789, docs/benchmarks.md "Recall quality, stop 18").
     diversify_sources: bool = True
+    demote_covered: Literal["sources", "repeats"] = "repeats"
+    # Packing: a fact that quotes a packed one of fewer sources (an exchange, after the fact
+    # of one of its turns) takes that one's place, and is packed as the fact of its other turn
+    # when its first is shown (recall/packing.py). Off: sentence-once packing already leaves
+    # the quoted sentences out, and taking a better-ranked place pulls the exchange's other
+    # turn up the ranking ahead of better evidence (LoCoMo Rt@10 0.780 on, 0.795 off).
+    pack_absorbs_quotes: bool = False
     # Maximal marginal relevance over the top `mmr_top` results: 1.0 = off.
     mmr_weight: float = Field(default=0.5, gt=0.0, le=1.0)
     mmr_top: int = Field(default=30, ge=2)
+    # A sentence is packed once: a fact whose sentences a better-ranked packed fact already
+    # showed is shown (and charged) without them (recall/packing.py). The two exchanges of a
+    # turn both quote it; without this the budget pays for that turn twice.
+    pack_sentences_once: bool = True
     # Fused results considered for token packing, as a multiple of the budget limit.
     packing_pool_factor: int = Field(default=2, ge=1)
     default_max_tokens: int = Field(default=4096, ge=1)
@@ -221,29 +246,38 @@ def _only(*arms: Arm) -> RecallConfig:
     return RecallConfig.model_validate({arm: arm in arms for arm in ARMS})
 
 
+# Semantic, keyword and temporal arms, RRF, rerank, all three boosts. No graph arm: neither
+# retriever beat leaving it out on LoCoMo's strict metrics (docs/benchmarks.md, "Graph arm").
+_DEFAULT_CHANGES: dict[str, Any] = {"graph": False}
+
+
+def _default_with(**changes: Any) -> RecallConfig:
+    """The default with one concern changed, so that an ablation measures that concern alone
+    (built from RecallConfig(), whose graph arm is on, the ablations measured graph + change)."""
+    return RecallConfig(**{**_DEFAULT_CHANGES, **changes})
+
+
 PRESETS: dict[str, RecallConfig] = {
-    # Semantic, keyword and temporal arms, RRF, rerank, all three boosts. No graph arm: neither
-    # retriever beat leaving it out on LoCoMo's strict metrics (docs/benchmarks.md, "Graph arm").
-    "default": RecallConfig(graph=False),
+    "default": _default_with(),
     # The default with the graph arm (graph_retriever mpfp; bfs per request or bank config).
-    "graph": RecallConfig(),
-    # Drops link expansion; shows what the knowledge graph contributes.
-    "no-graph": RecallConfig(graph=False),
+    "graph": _default_with(graph=True),
+    # The default, by the name of what it leaves out (the knowledge graph's link expansion).
+    "no-graph": _default_with(),
     # Drops the time-window arm; temporal queries then rely on the other arms alone.
-    "no-temporal": RecallConfig(temporal=False),
+    "no-temporal": _default_with(temporal=False),
     # Drops BM25; exposes how often exact names/terms rescue a query.
-    "no-keyword": RecallConfig(keyword=False),
+    "no-keyword": _default_with(keyword=False),
     # Keeps fusion order, scores with synthetic RRF-rank scores instead of a cross-encoder.
-    "no-rerank": RecallConfig(rerank=False, relevance="fused"),
+    "no-rerank": _default_with(rerank=False, relevance="fused"),
     # Each fact scored alone, without the relevance of the turns around it.
-    "no-passage": RecallConfig(graph=False, passage_weight=0.0),
+    "no-passage": _default_with(passage_weight=0.0),
     # Plain ranking: no MMR, and facts repeating already-shown sources keep their place.
-    "no-diversity": RecallConfig(diversify_sources=False, mmr_weight=1.0),
+    "no-diversity": _default_with(diversify_sources=False, mmr_weight=1.0),
     # Names in most facts count like any word: in the query vector and in the keyword query.
-    "no-name-blend": RecallConfig(query_as_asked_weight=1.0, keyword_without_names=False),
+    "no-name-blend": _default_with(query_as_asked_weight=1.0, keyword_without_names=False),
     # The default with the keyword cut of big banks before stop 16 (the rarest terms' facts
     # only, no proof), for side-by-side benchmarks.
-    "unproven-keyword-cut": RecallConfig(graph=False, keyword_maxscore=False),
+    "unproven-keyword-cut": _default_with(keyword_maxscore=False),
     # Dense-vector baseline with the reranker on top.
     "semantic-only": _only("semantic"),
     # Lexical baseline with the reranker on top.

@@ -5,6 +5,10 @@ belongs to, a near-paraphrase from another chunk). Shown one after another they 
 top of the ranking, and the token budget, on one piece of evidence. This is a stable
 partition: facts that bring at least one new source keep their order; fully covered ones
 follow, in their order, and are still packed if room remains.
+
+Covered sources alone do not make a fact a repeat: a turn is split into facts of a sentence or
+two, and the sentence that answers a question often follows the one that matched it. Given
+the facts' sentences, only a covered fact that also says nothing new goes to the back.
 """
 
 from __future__ import annotations
@@ -24,18 +28,27 @@ _QUOTE_MIN_RATIO = 90.0
 T = TypeVar("T")
 
 
-def demote_covered(items: Sequence[T], sources_of: Callable[[T], Sequence[str]]) -> tuple[list[T], int]:
+def demote_covered(
+    items: Sequence[T],
+    sources_of: Callable[[T], Sequence[str]],
+    sentences_of: Callable[[T], Sequence[str]] | None = None,
+) -> tuple[list[T], int]:
     """Returns the reordered items and how many were demoted. Facts without sources (opinions
-    formed from nothing, for instance) are never demoted."""
+    formed from nothing, for instance) are never demoted. With ``sentences_of``, a covered fact
+    is demoted only when it also says nothing new: each of its sentences is in a fact kept
+    above it."""
     seen: set[str] = set()
+    said: set[str] = set()
     fresh: list[T] = []
     covered: list[T] = []
     for item in items:
         sources = set(sources_of(item))
-        if sources and sources <= seen:
+        sentences = sentences_of(item) if sentences_of is not None else ()
+        if sources and sources <= seen and (sentences_of is None or said.issuperset(sentences)):
             covered.append(item)
             continue
         seen |= sources
+        said.update(sentences)
         fresh.append(item)
     return fresh + covered, len(covered)
 

@@ -21,10 +21,11 @@ from tempr.inference.rerank import Reranker
 from tempr.recall_api.recall import fusion, scoring
 from tempr.recall_api.recall.arms import ArmContext, ArmResult, OtherArms, enabled_specs, run_arm
 from tempr.recall_api.recall.arms.graph import graph_choice, with_graph_choice
+from tempr.recall_api.recall.asked_when import with_recency_for
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
-from tempr.recall_api.recall.packing import pack_by_tokens
-from tempr.recall_api.recall.passages import passage_relevance
+from tempr.recall_api.recall.packing import pack_by_tokens, split_sentences
+from tempr.recall_api.recall.passages import passage_relevance_of
 from tempr.recall_api.recall.query_vector import blend, strip_names, worth_embedding
 from tempr.recall_api.recall.rerank import format_candidate, rerank_scores
 from tempr.recall_api.recall.results import attach_includes, build_result, build_trace
@@ -38,7 +39,7 @@ from tempr.recall_api.recall.temporal import (
 )
 from tempr.schemas.api import ConsistencyToken
 from tempr.schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
-from tempr.store import corrections, messages, turn_order
+from tempr.store import corrections, messages
 from tempr.store import recall as sql
 
 __all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
@@ -166,16 +167,17 @@ def _uses_mmr(cfg: RecallConfig) -> bool:
 
 def _diversify(ranked: list[Scored], cfg: RecallConfig) -> list[Scored]:
     """MMR over the head (near-identical facts stop crowding it), then facts that only repeat
-    sources already shown move behind the rest."""
+    sources (and, with demote_covered "repeats", sentences) already shown move behind the rest."""
     if _uses_mmr(cfg) and len(ranked) > 2:
         head = ranked[: cfg.mmr_top]
         if all(s.row["embedding"] is not None for s in head):  # they all should have one
-            stacked = np.stack([s.row["embedding"].to_numpy() for s in head])
+            stacked = np.stack([sql.vector_of(s.row["embedding"]) for s in head])
             ranked = [head[i] for i in mmr_order([s.final for s in head], stacked, cfg.mmr_weight)] + ranked[
                 cfg.mmr_top :
             ]
     if cfg.diversify_sources:
-        ranked, _ = demote_covered(ranked, lambda s: s.row["source_message_ids"])
+        says = (lambda s: split_sentences(s.row["text"])) if cfg.demote_covered == "repeats" else None
+        ranked, _ = demote_covered(ranked, lambda s: s.row["source_message_ids"], says)
     return ranked
 
 
@@ -289,14 +291,21 @@ async def _cancel(tasks: dict[str, asyncio.Future[ArmResult]]) -> None:
 
 async def _hydrate(
     pool: asyncpg.Pool,
+    shape: sql.BankShape,
     bank_id: str,
     survivors: list[fusion.Candidate],
     vector: np.ndarray | None,
     cfg: RecallConfig,
 ) -> list[Scored]:
+    """The survivors' rows, each with the turns around its own for passage context (``nearby``):
+    read in one statement, and not at all in a bank that journaled no conversation."""
     ids = [c.unit_id for c in survivors]
+    passages = cfg.passage_weight > 0.0 and len(survivors) >= 2 and shape.conversations
+    width = cfg.passage_turns if passages else 0
     async with pool.acquire() as conn:
-        fetched = await sql.fetch_units(conn, bank_id, ids, vector, with_embeddings=_uses_mmr(cfg))
+        fetched = await sql.fetch_units(
+            conn, bank_id, ids, vector, with_embeddings=_uses_mmr(cfg), passage_turns=width
+        )
     rows = {r["id"]: r for r in fetched}
     return [Scored(c, rows[c.unit_id]) for c in survivors if c.unit_id in rows]
 
@@ -317,9 +326,15 @@ async def _rerank(
         asked = asked_about(query) if cfg.other_subject_factor < 1.0 else frozenset()
         for s in items:
             cosine = max(float(s.row["cosine"]), 0.0)
-            s.rerank = cosine + cfg.keyword_weight * lexical.get(s.cand.unit_id, 0.0)
+            keyword = cfg.keyword_weight * lexical.get(s.cand.unit_id, 0.0)
             if asked and relative_of(s.row["text"]) in asked:
-                s.rerank *= cfg.other_subject_factor
+                # The words such a fact shares with the question are its relative's clause
+                # ("Tomasz's brother Piotr ... works in a bank"), not evidence about the person.
+                s.rerank = cfg.other_subject_factor * (
+                    cosine + (keyword if cfg.other_subject_keyword else 0.0)
+                )
+            else:
+                s.rerank = cosine + keyword
         return "cosine+keyword" if lexical and cfg.keyword_weight else "cosine"
     docs = [format_candidate(s.row["text"], s.when) for s in items]
     scores, method = await rerank_scores(cross_encoder, query, docs, [s.cand.fused_score for s in items])
@@ -328,22 +343,16 @@ async def _rerank(
     return method
 
 
-async def _nearby_turns(
-    pool: asyncpg.Pool, bank_id: str, survivors: list[fusion.Candidate], cfg: RecallConfig
-) -> dict[str, list[str]]:
-    """The turns around the candidates' turns (read while the candidates are fetched)."""
-    if cfg.passage_weight <= 0.0 or len(survivors) < 2:
-        return {}
-    ids = [c.unit_id for c in survivors]
-    return await turn_order.nearby_turns(pool, bank_id, width=cfg.passage_turns, unit_ids=ids)
-
-
-def _in_passages(items: list[Scored], nearby: dict[str, list[str]], cfg: RecallConfig) -> None:
+def _in_passages(items: list[Scored], cfg: RecallConfig) -> None:
     """Blend each candidate's relevance with its passage's (recall/passages.py)."""
     if cfg.passage_weight <= 0.0 or len(items) < 2:
         return
-    blended = passage_relevance(
-        items, [s.rerank for s in items], lambda s: s.row["source_message_ids"], nearby, cfg.passage_weight
+    blended = passage_relevance_of(
+        items,
+        [s.rerank for s in items],
+        lambda s: s.row["source_message_ids"],
+        [s.row.get("nearby") for s in items],
+        cfg.passage_weight,
     )
     for s, score in zip(items, blended, strict=True):
         s.rerank = score
@@ -356,15 +365,19 @@ def _order(items: list[Scored], cfg: RecallConfig, now: datetime, ctx: ArmContex
     return _diversify(ranked, cfg)
 
 
-def _pack(considered: list[Scored], max_tokens: int, cfg: RecallConfig) -> tuple[list[Scored], int]:
+def _pack(
+    considered: list[Scored], max_tokens: int, cfg: RecallConfig
+) -> tuple[list[tuple[Scored, str]], int]:
+    """The packed results, each with the text it is shown with."""
     return pack_by_tokens(
         considered,
         lambda s: s.row["text"],
         max_tokens,
         sources_of=lambda s: s.row["source_message_ids"],
         quotes=(lambda big, small: quotes(big.row["text"], small.row["text"]))
-        if cfg.diversify_sources
+        if cfg.diversify_sources and cfg.pack_absorbs_quotes
         else None,
+        sentences_once=cfg.pack_sentences_once,
     )
 
 
@@ -392,6 +405,7 @@ async def run_recall(
         pool, bank_id, min_share=cfg.ubiquitous_share, min_mentions=cfg.ubiquitous_min_mentions
     )
     cfg = with_graph_choice(cfg, graph_choice(req.graph_retriever, shape.graph_retriever), req.preset)
+    cfg = with_recency_for(cfg, req.query)
     question = _read_question(req, shape, cfg, now)
     tasks: dict[str, asyncio.Future[ArmResult]] = {}
     ctx = _arm_context(bank_id, req, cfg, shape, question.keyword_text, tasks)
@@ -415,19 +429,18 @@ async def run_recall(
     fused = fusion.fuse_candidates({r.arm: r.ids for r in results}, cfg.rrf_k, boosts)
     survivors = fusion.prefilter(fused, cfg.rerank_max_candidates)
     lap("fusion")
-    items, nearby = await asyncio.gather(
-        _hydrate(pool, bank_id, survivors, query.vector, cfg), _nearby_turns(pool, bank_id, survivors, cfg)
-    )
+    items = await _hydrate(pool, shape, bank_id, survivors, query.vector, cfg)
     lap("hydrate")
     rerank_method = await _rerank(reranker, req.query, items, cfg, results)
-    _in_passages(items, nearby, cfg)
+    _in_passages(items, cfg)
     lap("rerank")
     ranked = _order(items, cfg, now, ctx)
     considered = ranked[: ctx.limit * cfg.packing_pool_factor]
     lap("boosts")
-    packed, tokens = _pack(considered, req.max_tokens, cfg)
+    shown, tokens = _pack(considered, req.max_tokens, cfg)
+    packed = [s for s, _ in shown]
     lap("packing")
-    out = [build_result(s, req.include) for s in packed]
+    out = [build_result(s, req.include, text=text) for s, text in shown]
     if req.include.entities or req.include.chunks:
         async with pool.acquire() as conn:
             await attach_includes(conn, bank_id, out, req.include)

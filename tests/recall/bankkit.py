@@ -27,6 +27,7 @@ class Unit:
     tags: Sequence[str] = ()
     proof_count: int = 1
     chunk_id: uuid.UUID | None = None
+    sources: Sequence[str] = ()  # the turns it cites; default: a message of its own
     id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
@@ -56,7 +57,7 @@ async def insert_units(db: asyncpg.Pool, bank: str, units: Sequence[Unit]) -> li
                 # proof_count is derived from the evidence: give it that many facts to rest on.
                 [uuid.uuid4() for _ in range(u.proof_count if u.proof_count > 1 else 0)],
                 u.chunk_id,
-                [f"m-{u.id.hex[:8]}"],
+                list(u.sources) or [f"m-{u.id.hex[:8]}"],
             )
             for u, v in zip(units, vectors, strict=True)
         ],

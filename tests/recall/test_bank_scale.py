@@ -243,7 +243,7 @@ async def test_hydrated_rows_carry_their_embeddings_only_when_asked_and_the_bank
     assert "embedding" not in plain[0].keys()  # noqa: SIM118 (a Record's `in` looks at values)
     stored = dict(zip(ids, embed([u.text for u in units]), strict=True))
     for row in with_vectors:
-        assert np.allclose(row["embedding"].to_numpy(), stored[row["id"]], atol=1e-6)
+        assert np.allclose(sql.vector_of(row["embedding"]), stored[row["id"]], atol=1e-6)
         assert row["cosine"] == pytest.approx(float(stored[row["id"]] @ vector), abs=1e-5)
     shape = await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)
     assert (shape.size, shape.graph_retriever) == (6, "bfs")

@@ -39,7 +39,7 @@ def test_defaults_follow_the_pipeline_constants() -> None:
     assert cfg.graph_entity_weight == 0.5
     assert cfg.graph_causal_boost == 2.0
     assert (cfg.graph_hop_decay, cfg.graph_include_seeds) == (0.5, False)
-    assert cfg.diversify_sources is True
+    assert (cfg.diversify_sources, cfg.demote_covered, cfg.pack_absorbs_quotes) == (True, "repeats", False)
     assert (cfg.mmr_weight, cfg.mmr_top) == (0.5, 30)
     assert (cfg.query_as_asked_weight, cfg.ubiquitous_share) == (0.5, 0.25)
     assert cfg.ubiquitous_min_mentions == 3
@@ -66,9 +66,9 @@ def test_all_named_presets_exist_and_are_valid() -> None:
         ("default", ("semantic", "keyword", "temporal"), True),
         ("graph", ("semantic", "keyword", "graph", "temporal"), True),
         ("no-graph", ("semantic", "keyword", "temporal"), True),
-        ("no-temporal", ("semantic", "keyword", "graph"), True),
-        ("no-keyword", ("semantic", "graph", "temporal"), True),
-        ("no-rerank", ("semantic", "keyword", "graph", "temporal"), False),
+        ("no-temporal", ("semantic", "keyword"), True),
+        ("no-keyword", ("semantic", "temporal"), True),
+        ("no-rerank", ("semantic", "keyword", "temporal"), False),
         ("semantic-only", ("semantic",), True),
         ("keyword-only", ("keyword",), True),
     ],
@@ -77,6 +77,27 @@ def test_preset_shapes(name: str, arms: tuple[str, ...], rerank: bool) -> None:
     cfg = PRESETS[name]
     assert cfg.enabled_arms() == arms
     assert cfg.rerank is rerank
+
+
+# What each ablation leaves out of the default, and nothing else.
+ABLATIONS = {
+    "graph": {"graph"},
+    "no-temporal": {"temporal"},
+    "no-keyword": {"keyword"},
+    "no-rerank": {"rerank", "relevance"},
+    "no-passage": {"passage_weight"},
+    "no-diversity": {"diversify_sources", "mmr_weight"},
+    "no-name-blend": {"query_as_asked_weight", "keyword_without_names"},
+    "unproven-keyword-cut": {"keyword_maxscore"},
+}
+
+
+@pytest.mark.parametrize(("name", "fields"), sorted(ABLATIONS.items()))
+def test_an_ablation_is_the_default_with_one_concern_changed(name: str, fields: set[str]) -> None:
+    default = PRESETS["default"].model_dump()
+    preset = PRESETS[name].model_dump()
+    assert {key for key in default if preset[key] != default[key]} == fields
+    assert PRESETS["no-graph"] == PRESETS["default"]
 
 
 def test_get_preset_returns_an_independent_copy() -> None:

@@ -67,3 +67,32 @@ def test_quotes_finds_a_turn_inside_its_exchange() -> None:
     assert quotes(exchange, turn.replace("Thanks!", "Thanks so much!"))  # a small edit still quotes
     assert not quotes(exchange, "Caroline said to Melanie: I went to a pride parade last week.")
     assert not quotes(turn, exchange)
+
+
+def test_a_covered_fact_that_says_something_new_keeps_its_place() -> None:
+    """A turn split into sentences: the answer follows the sentence that matched, citing the
+    same turn. Only a fact every sentence of which was said above goes behind."""
+    items = [
+        ("matched", ["D4:3"], ("This necklace is special to me.",)),
+        ("answer", ["D4:3"], ("It stands for love, faith and strength.",)),
+        ("other", ["D9:1"], ("I bought a bike.",)),
+        ("repeat", ["D4:3"], ("This necklace is special to me.", "It stands for love, faith and strength.")),
+        ("last", ["D9:2"], ("The bike is red.",)),
+    ]
+    ordered, demoted = demote_covered(items, lambda item: item[1], lambda item: item[2])
+    assert [name for name, *_ in ordered] == ["matched", "answer", "other", "last", "repeat"]
+    assert demoted == 1
+    # Without the sentences, every covered fact goes behind (the rule before stop 18).
+    ordered, demoted = demote_covered(items, lambda item: item[1])
+    assert [name for name, *_ in ordered] == ["matched", "other", "last", "answer", "repeat"]
+
+
+def test_a_sentence_counts_as_said_only_when_a_kept_fact_said_it() -> None:
+    items = [
+        ("a", ["x"], ("one.",)),
+        ("b", ["x"], ("one.", "two.")),  # covered, says "two." first: kept in place
+        ("c", ["x"], ("two.",)),  # covered, "two." said by b: behind
+        ("d", ["y"], ("three.",)),
+    ]
+    ordered, _ = demote_covered(items, lambda item: item[1], lambda item: item[2])
+    assert [name for name, *_ in ordered] == ["a", "b", "d", "c"]

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pytest
 
 from tempr.inference.tokens import count_tokens
 from tempr.recall_api.recall.packing import pack_by_tokens
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,13 @@ def words(n: int, tag: str = "w") -> Fact:
     return Fact(" ".join(f"{tag}{i}" for i in range(n)))
 
 
+def items_of(packed: tuple[list[tuple[T, str]], int]) -> tuple[list[T], int]:
+    """The kept items without the texts they are shown with."""
+    return [item for item, _ in packed[0]], packed[1]
+
+
 def pack(items: list[Fact], max_tokens: int) -> tuple[list[Fact], int]:
-    return pack_by_tokens(items, lambda f: f.text, max_tokens, count=word_count)
+    return items_of(pack_by_tokens(items, lambda f: f.text, max_tokens, count=word_count))
 
 
 def test_giant_fact_skipped_small_ones_kept() -> None:
@@ -67,7 +75,7 @@ def test_stops_counting_once_budget_is_spent() -> None:
         return word_count(text)
 
     items = [words(10, "a"), words(10, "b"), words(10, "c")]
-    kept, used = pack_by_tokens(items, lambda f: f.text, 20, count=counting)
+    kept, used = items_of(pack_by_tokens(items, lambda f: f.text, 20, count=counting))
     assert (kept, used) == (items[:2], 20)
     assert len(seen) == 2
 
@@ -79,13 +87,13 @@ def test_empty_input_is_empty() -> None:
 
 def test_default_counter_is_cl100k() -> None:
     facts = [Fact("hello world"), Fact("hello world")]
-    kept, used = pack_by_tokens(facts, lambda f: f.text, 3)
+    kept, used = items_of(pack_by_tokens(facts, lambda f: f.text, 3))
     assert kept == facts[:1]
     assert used == count_tokens("hello world") == 2
 
 
 def test_works_with_plain_strings() -> None:
-    kept, used = pack_by_tokens(["a b", "c"], str, 3, count=word_count)
+    kept, used = items_of(pack_by_tokens(["a b", "c"], str, 3, count=word_count))
     assert (kept, used) == (["a b", "c"], 3)
 
 
@@ -95,7 +103,9 @@ class Sourced:
     sources: tuple[str, ...]
 
 
-def pack_absorbing(items: list[Sourced], max_tokens: int) -> tuple[list[Sourced], int]:
+def pack_sourced(
+    items: list[Sourced], max_tokens: int, *, sentences_once: bool = False
+) -> tuple[list[tuple[Sourced, str]], int]:
     return pack_by_tokens(
         items,
         lambda f: f.text,
@@ -103,7 +113,12 @@ def pack_absorbing(items: list[Sourced], max_tokens: int) -> tuple[list[Sourced]
         count=word_count,
         sources_of=lambda f: f.sources,
         quotes=lambda big, small: small.text in big.text,
+        sentences_once=sentences_once,
     )
+
+
+def pack_absorbing(items: list[Sourced], max_tokens: int) -> tuple[list[Sourced], int]:
+    return items_of(pack_sourced(items, max_tokens))
 
 
 def test_an_exchange_takes_the_place_of_the_turn_it_quotes() -> None:
@@ -168,3 +183,37 @@ def test_the_smaller_item_must_fit_too() -> None:
     last_turn = Sourced("and they were cheap", ("d2",))
     kept, used = pack_absorbing([first, second, last_turn], 10)  # 3 left, the turn needs 4
     assert (kept, used) == ([first], 7)
+
+
+def pack_once(items: list[Sourced], max_tokens: int) -> tuple[list[tuple[Sourced, str]], int]:
+    return pack_sourced(items, max_tokens, sentences_once=True)
+
+
+def test_a_sentence_already_packed_is_not_packed_again() -> None:
+    # Two exchanges of one turn both quote it ("She bought figurines.").
+    before = Sourced("What did you buy? She bought figurines.", ("d0", "d1"))
+    after = Sourced("She bought figurines. Were they expensive?", ("d1", "d2"))
+    other = Sourced("They went camping in June.", ("d7",))
+    shown, used = pack_once([before, after, other], 15)
+    # The second exchange shows (and pays for) its new turn only, so the third fact fits.
+    assert shown == [(before, before.text), (after, "Were they expensive?"), (other, other.text)]
+    assert used == 7 + 3 + 5
+    # Packed plainly, the repeated turn crowds the third fact out.
+    kept, plain_used = pack_absorbing([before, after, other], 15)
+    assert (kept, plain_used) == ([before, after], 13)
+
+
+def test_a_fact_with_nothing_new_to_say_is_shown_whole() -> None:
+    turn = Sourced("She bought figurines.", ("d1",))
+    again = Sourced("She bought figurines.", ("d9",))  # another turn said the same
+    shown, used = pack_once([turn, again], 100)
+    assert shown == [(turn, turn.text), (again, again.text)]
+    assert used == 6
+
+
+def test_sentences_once_keeps_plain_packing_otherwise() -> None:
+    items = [Sourced("a b c.", ("d1",)), Sourced("d e f g.", ("d2",)), Sourced("h i.", ("d3",))]
+    shown, used = pack_once(items, 6)
+    kept, plain_used = pack_absorbing(items, 6)
+    assert [item for item, _ in shown] == kept and used == plain_used
+    assert all(text == item.text for item, text in shown)

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tempr.inference.tokens import count_tokens
+from tempr.recall_api.recall.config import RecallConfig
 from tempr.recall_api.recall.scoring import boost
 from tests.recall.bankkit import Unit, insert_entity, insert_units, recall
 
@@ -45,8 +46,16 @@ async def test_fused_ranking_boosts_and_result_shape(db: asyncpg.Pool, api: http
     )
     finals = [r["scores"]["final"] for r in plain["results"]]
     assert finals == sorted(finals, reverse=True)
+    # The question does not ask about now: recency only breaks ties.
+    recency_alpha = body["trace"]["recency_alpha"]
+    assert recency_alpha == RecallConfig().recency_alpha_unasked
     for b in body["trace"]["boosts"]:
-        expected = b["rerank"] * boost(b["recency"], 0.2) * boost(b["temporal"], 0.2) * boost(b["proof"], 0.1)
+        expected = (
+            b["rerank"]
+            * boost(b["recency"], recency_alpha)
+            * boost(b["temporal"], 0.2)
+            * boost(b["proof"], 0.1)
+        )
         assert b["final"] == pytest.approx(expected, abs=5e-5)  # each factor is rounded to 6 places
     assert body["budget"] == {"name": "mid", "limit": 300}
     assert body["temporal_window"] is None

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from tempr.recall_api.recall.arms.base import ArmHit, ArmResult
 from tempr.recall_api.recall.config import RecallConfig
 from tempr.recall_api.recall.fusion import Candidate
 from tempr.recall_api.recall.pipeline import Scored, _rerank
@@ -71,3 +72,24 @@ async def test_relevance_demotes_the_relatives_fact_only(factor: float) -> None:
     # Asked about the brother, his fact keeps its relevance.
     await _rerank(None, "Where does Kwame's brother live?", [brother], cfg, [])
     assert brother.rerank == pytest.approx(0.555)
+
+
+@pytest.mark.parametrize("keeps_keyword", [False, True])
+async def test_the_relatives_clause_is_no_keyword_evidence(keeps_keyword: bool) -> None:
+    # "works" matches the question only in the brother's clause: it says what Piotr does.
+    brother = _scored("Tomasz's brother Piotr lives in Dublin and works in a bank.", 0.50)
+    own = _scored("Tomasz drives a tram in Wroclaw.", 0.42)
+    keyword = ArmResult("keyword", [ArmHit(brother.cand.unit_id, 1.0, {"coverage": 0.4})])
+    cfg = RecallConfig(other_subject_keyword=keeps_keyword)
+    await _rerank(None, "What does Tomasz do for work?", [brother, own], cfg, [keyword])
+    assert own.rerank == pytest.approx(0.42)
+    with_keyword = 0.50 + cfg.keyword_weight * 0.4
+    assert brother.rerank == pytest.approx(
+        cfg.other_subject_factor * (with_keyword if keeps_keyword else 0.50)
+    )
+    assert (brother.rerank < own.rerank) is not keeps_keyword
+    # A fact about the person keeps its keyword evidence.
+    mine = _scored("Tomasz works nights on the tram.", 0.50)
+    keyword = ArmResult("keyword", [ArmHit(mine.cand.unit_id, 1.0, {"coverage": 0.4})])
+    await _rerank(None, "What does Tomasz do for work?", [mine], cfg, [keyword])
+    assert mine.rerank == pytest.approx(with_keyword)
