@@ -7,7 +7,7 @@ import json
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-__all__ = ["connect", "create_pool"]
+__all__ = ["connect", "create_pool", "reachable"]
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -53,3 +53,13 @@ async def connect(dsn: str) -> asyncpg.Connection:
     conn = await asyncpg.connect(dsn, server_settings=_SERVER_SETTINGS)
     await _init_connection(conn)
     return conn
+
+
+async def reachable(pool: asyncpg.Pool, *, timeout_s: float = 5.0) -> bool:
+    """Whether the database answers now (a fresh connection if the pool's are broken)."""
+    try:
+        async with pool.acquire(timeout=timeout_s) as conn:
+            await conn.fetchval("SELECT 1", timeout=timeout_s)
+    except Exception:
+        return False
+    return True

@@ -6,7 +6,9 @@ type, dead-letters what fails to decode (with the reason), and hands the typed r
 the stage in batches. It owns the failure path too (STYLE 2: Faust acks a record whose agent
 raised):
 
-- a database outage is waited out, the batch retried: no record is dead-lettered for it;
+- a database outage is waited out, the batch retried: no record is dead-lettered for it. An
+  outage is told by the error's type, and, for any other error, by asking the database: a
+  connection cut mid-query can surface as an asyncpg client error of no outage type;
 - any other error, or a batch running past the stage's time budget, is retried record by
   record, and a record that fails (or overruns the budget) alone is dead-lettered with the
   reason, so the partition moves on;
@@ -32,6 +34,7 @@ from pydantic import BaseModel
 from tempr.errors import InvalidEvent, TemprError
 from tempr.schemas.events import ChunkEvent, FactsEvent, GraphEvent, MessageEvent, decode_event
 from tempr.store.dead_letters import record_dead_letter
+from tempr.store.pool import reachable
 from tempr.streams.context import WorkerContext
 from tempr.streams.dead_letters import dead_letter_for, deliver_dead_letter
 
@@ -118,36 +121,52 @@ def journal_ids(event: BaseModel) -> list[UUID]:
 
 Handler = Callable[[list[Record[Any]]], Awaitable[None]]
 Failed = Callable[[Record[Any], str], Awaitable[None]]
+Probe = Callable[[], Awaitable[bool]]
 
 
 class BatchRunner:
     """The failure path of one batch, apart from Faust so it can be tested on its own."""
 
     def __init__(
-        self, handle: Handler, on_failure: Failed, *, budget_s: float, outage_backoff_s: float = 0.5
+        self,
+        handle: Handler,
+        on_failure: Failed,
+        *,
+        budget_s: float,
+        database_up: Probe | None = None,
+        outage_backoff_s: float = 0.5,
     ) -> None:
         self.handle = handle
         self.on_failure = on_failure
         self.budget_s = budget_s
+        self.database_up = database_up
         self.outage_backoff_s = outage_backoff_s
 
     async def run(self, records: list[Record[Any]]) -> None:
         delay = self.outage_backoff_s
+
+        async def wait_out(exc: BaseException) -> None:
+            nonlocal delay
+            log.warning("database unavailable (%r); retrying the batch in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
         while True:
+            failure: Exception
             try:
                 await asyncio.wait_for(self.handle(records), timeout=self.budget_s)
                 return
-            except TimeoutError:
+            except TimeoutError as exc:
+                failure = exc
                 reason = (
                     f"took longer than {self.budget_s:g}s, the stage's time budget per record "
                     "(TEMPR_STAGE_RECORD_TIMEOUT_S)"
                 )
             except TRANSIENT as exc:
-                log.warning("database unavailable (%r); retrying the batch in %.1fs", exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                await wait_out(exc)
                 continue
             except Exception as exc:  # one bad record must not stop the pipeline
+                failure = exc
                 expected = isinstance(exc, TemprError)  # a refusal, not a bug: no traceback
                 reason = str(exc) if expected else repr(exc)
                 log.warning(
@@ -156,6 +175,9 @@ class BatchRunner:
                     reason,
                     exc_info=None if expected else exc,
                 )
+            if self.database_up is not None and not await self.database_up():
+                await wait_out(failure)  # the record is not at fault: the database is gone
+                continue
             if len(records) == 1:
                 await self.on_failure(records[0], reason)
                 return
@@ -184,7 +206,12 @@ async def run_stage(
         if spec.manual_ack:
             await record.ack()
 
-    runner = BatchRunner(handle, dead_letter, budget_s=ctx.settings.stage_record_timeout_s)
+    runner = BatchRunner(
+        handle,
+        dead_letter,
+        budget_s=ctx.settings.stage_record_timeout_s,
+        database_up=lambda: reachable(ctx.db),
+    )
 
     async def one_batch(events: Sequence[Any], acking: Any) -> None:
         records: list[Record[Any]] = []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tempr.store.pool import create_pool
+from tempr.store.pool import create_pool, reachable
 from tempr.streams.runtime import Supervisor
 
 pytestmark = pytest.mark.integration
@@ -30,3 +32,17 @@ async def test_a_pool_without_session_reset_keeps_session_state_but_not_transact
             await pool.close()
         # asyncpg's reset sets the session back; without it the session's own settings stay.
         assert (name == "left-over") is (not reset)
+
+
+async def test_reachable_tells_a_database_that_answers_from_one_that_is_gone(
+    stack: Supervisor, tmp_path: Path
+) -> None:
+    assert stack.settings.database_url
+    up = await create_pool(stack.settings.database_url, min_size=1, max_size=1)
+    gone = await create_pool(f"postgresql://postgres:@/postgres?host={tmp_path}", min_size=0, max_size=1)
+    try:
+        assert await reachable(up) is True
+        assert await reachable(gone, timeout_s=2) is False
+    finally:
+        await up.close()
+        await gone.close()
