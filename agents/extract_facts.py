@@ -98,8 +98,8 @@ async def read_history(pool: Any, chunk: ChunkEvent) -> list[MessageEvent] | Non
 
 
 def choose_extractor(ctx: WorkerContext) -> Extractor:
-    from tempr.agents.extraction.coalesce import Coalescer
     from tempr.agents.extraction.local import extract_local_many
+    from tempr.inference.coalesce import Coalescer
 
     if ctx.settings.llm_configured:
         from tempr.agents.extraction.llm import extract_with_llm
@@ -120,7 +120,7 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
         history = await read_history(ctx.db, chunk)
         if history is not None:
             history = messages_in_bank(history, id_bank)
-        return await coalescer.extract(in_bank(chunk, id_bank), history)
+        return await coalescer.run((in_bank(chunk, id_bank), history))
 
     return local
 

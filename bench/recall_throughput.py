@@ -7,7 +7,10 @@ the real ones: bench/scale_build.py) is loaded into its Postgres with COPY; then
 recalls conv-26's questions in a loop for --seconds (default preset, budget mid).
 
     python -m bench.recall_throughput [--runtimes torch,onnx] [--workers 1,2] [--clients 1,4,16]
-                                      [--seconds 20] [--json PATH]
+                                      [--admission 0,4,4,0] [--seconds 20] [--json PATH]
+
+--admission: TEMPR_RECALL_CONCURRENCY values, each on a stack of its own, in the order given
+(repeat them, e.g. 0,4,4,0, to alternate).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ async def _drive(url: str, questions: list[str], clients: int, seconds: float) -
 
 
 def run_workers(
-    workers: int, runtime: str, args: argparse.Namespace, questions: list[str]
+    workers: int, runtime: str, admission: int, args: argparse.Namespace, questions: list[str]
 ) -> list[dict[str, Any]]:
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-throughput-"))
     settings = embedded_settings(
@@ -89,6 +92,7 @@ def run_workers(
         api_workers=workers,
         index_maintenance_interval_s=0,
         embedding_runtime=runtime,
+        recall_concurrency=admission,
     )
     supervisor = start_supervisor(settings, timeout=900)
     try:
@@ -99,9 +103,10 @@ def run_workers(
         rows = []
         for clients in args.clients:
             row = asyncio.run(_drive(url, questions, clients, args.seconds))
-            row |= {"workers": workers, "runtime": runtime}
+            row |= {"workers": workers, "runtime": runtime, "admission": admission}
             console.print(
-                f"[dim]{runtime}, {workers} workers, {clients} clients: {row['req_per_s']:.1f} req/s[/dim]"
+                f"[dim]{runtime}, {workers} workers, admission {admission}, {clients} clients: "
+                f"{row['req_per_s']:.1f} req/s, p95 {row['p95_ms']:.0f} ms[/dim]"
             )
             rows.append(row)
         return rows
@@ -119,6 +124,9 @@ def main(argv: list[str] | None = None) -> None:
         help="embedding runtimes to compare (torch: before ONNX)",
     )
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients")
+    parser.add_argument(
+        "--admission", default="0", help="TEMPR_RECALL_CONCURRENCY values, in this order (0: no limit)"
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="per (workers, clients) cell")
     parser.add_argument("--facts", type=int, default=1000, help="facts in the bank (conv-26: ~1,000)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tempr-bench")
@@ -130,15 +138,17 @@ def main(argv: list[str] | None = None) -> None:
         row
         for rt in args.runtimes.split(",")
         for w in args.workers.split(",")
-        for row in run_workers(int(w), rt, args, questions)
+        for a in args.admission.split(",")
+        for row in run_workers(int(w), rt, int(a), args, questions)
     ]
     print_table(
         f"Recall throughput, bank of {args.facts} facts (HTTP, default preset; 2 shared cores, noisy)",
-        ["runtime", "workers", "clients", "req/s", "p50 ms", "p95 ms", "requests", "errors"],
+        ["runtime", "workers", "admission", "clients", "req/s", "p50 ms", "p95 ms", "requests", "errors"],
         [
             [
                 r["runtime"],
                 r["workers"],
+                r["admission"],
                 r["clients"],
                 r["req_per_s"],
                 r["p50_ms"],

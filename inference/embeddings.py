@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 
 from tempr.errors import UpstreamModelError
+from tempr.inference.coalesce import Coalescer
 from tempr.inference.onnx_encoder import OnnxEncoder, onnx_encoder_for
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
@@ -93,6 +94,7 @@ class LocalEmbedder:
         self._model = SentenceTransformer(path, device=device)
         self._batch_size = batch_size
         self._lock = threading.Lock()
+        self._together: tuple[asyncio.AbstractEventLoop, Coalescer[list[str], np.ndarray]] | None = None
         self._onnx: OnnxEncoder | None = None
         if runtime == "onnx" and device == "cpu":
             self._onnx = onnx_encoder_for(self._model, threads=torch.get_num_threads())
@@ -122,8 +124,19 @@ class LocalEmbedder:
             )
         return np.asarray(vectors, dtype=np.float32)
 
+    def _encode_each(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        vectors = self.encode([t for g in groups for t in g])
+        bounds = np.cumsum([len(g) for g in groups])[:-1]
+        return list(np.split(vectors, bounds))
+
     async def aencode(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.encode, texts)
+        """Concurrent callers (the API's recalls) that wait meanwhile are encoded in one pass."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        loop = asyncio.get_running_loop()
+        if self._together is None or self._together[0] is not loop:  # its lock and futures are a loop's
+            self._together = (loop, Coalescer(self._encode_each))
+        return await self._together[1].run(list(texts))
 
 
 class RemoteEmbedder:

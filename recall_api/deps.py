@@ -12,12 +12,14 @@ from tempr.errors import NotConfigured
 from tempr.inference.embeddings import Embedder
 from tempr.inference.llm import LLMClient
 from tempr.limits import limits
+from tempr.recall_api.admission import Admission
 from tempr.schemas.ids import BANK_ID_PATTERN
 from tempr.schemas.limits import SafeText
 from tempr.settings import Settings
 from tempr.streams.publisher import Publisher
 
 __all__ = [
+    "AdmissionDep",
     "BankIdPath",
     "DocumentIdPath",
     "EmbedderDep",
@@ -28,6 +30,10 @@ __all__ = [
     "PublisherDep",
     "SettingsDep",
 ]
+
+
+def _admission(request: Request) -> Admission:
+    return request.app.state.admission
 
 
 def _pool(request: Request) -> asyncpg.Pool:
@@ -75,6 +81,7 @@ def _offset(offset: int = Query(0, ge=0, description="Rows to skip (at most TEMP
     return offset
 
 
+AdmissionDep = Annotated[Admission, Depends(_admission)]
 PoolDep = Annotated[asyncpg.Pool, Depends(_pool)]
 EmbedderDep = Annotated[Embedder, Depends(_embedder)]
 PublisherDep = Annotated[Publisher, Depends(_publisher)]

@@ -15,6 +15,7 @@ from tempr.inference.embeddings import embedder_from_settings, set_torch_threads
 from tempr.inference.llm import LLMClient
 from tempr.inference.tokens import get_encoding
 from tempr.keyring import bootstrap_admin_key, check_exposure, load_pepper
+from tempr.recall_api.admission import Admission
 from tempr.recall_api.audit_log import AuditLog
 from tempr.recall_api.auth import McpAuth, authorize
 from tempr.recall_api.console import install_console
@@ -123,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             await app.state.group_lag.start()
         app.state.settings = settings
+        app.state.admission = Admission(settings.recall_concurrency)
         app.state.pool = pool
         app.state.publisher = Publisher(pool, producer, control_key=control_key(settings))
         app.state.embedder = embedder

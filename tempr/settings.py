@@ -125,6 +125,8 @@ class Settings(BaseSettings):
     # API processes (uvicorn workers); 0: one per two cores, at most 4. Each loads the
     # embedding model and runs torch on cores / workers threads.
     api_workers: int = Field(default=0, ge=0, le=64)
+    # Recalls one API process runs at once; more wait in arrival order (0: no limit).
+    recall_concurrency: int = Field(default=0, ge=0, le=1024)
 
     # Set by `tempr up` for its children: a child whose supervisor is gone (kill -9) exits
     # within `orphan_grace_s`, even when its graceful stop hangs on a broker that went too.

@@ -15,7 +15,7 @@ from tempr.recall_api.console.forms import describe, text_or_none
 from tempr.recall_api.console.render import flash, render
 from tempr.recall_api.console.session import check_csrf
 from tempr.recall_api.console.trace_view import trace_ids, trace_view
-from tempr.recall_api.deps import BankIdPath, EmbedderDep, PoolDep, SettingsDep
+from tempr.recall_api.deps import AdmissionDep, BankIdPath, EmbedderDep, PoolDep, SettingsDep
 from tempr.recall_api.recall.config import PRESETS
 from tempr.recall_api.routes import recall as recall_routes
 from tempr.schemas.recall import RecallRequest
@@ -67,7 +67,12 @@ async def playground(request: Request, bank_id: BankIdPath, pool: PoolDep) -> HT
 
 @router.post("/recall", dependencies=[Depends(check_csrf)], response_class=HTMLResponse)
 async def run(
-    request: Request, bank_id: BankIdPath, pool: PoolDep, settings: SettingsDep, embedder: EmbedderDep
+    request: Request,
+    bank_id: BankIdPath,
+    pool: PoolDep,
+    settings: SettingsDep,
+    embedder: EmbedderDep,
+    admission: AdmissionDep,
 ) -> HTMLResponse:
     try:
         body = _request(await request.form())
@@ -75,7 +80,7 @@ async def run(
         return flash(request, 422, describe(exc))
     if body.preset not in PRESETS:
         return flash(request, 422, f"preset: unknown, choose from {', '.join(sorted(PRESETS))}")
-    response = await recall_routes.recall(bank_id, body, pool, settings, embedder)
+    response = await recall_routes.recall(bank_id, body, pool, settings, embedder, admission)
     ids = trace_ids(response.trace or {})
     async with pool.acquire() as conn:
         rows = await fetch_units(conn, bank_id, [UUID(i) for i in ids])

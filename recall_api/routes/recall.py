@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from tempr.inference.rerank import reranker_from_settings
-from tempr.recall_api.deps import BankIdPath, EmbedderDep, PoolDep, SettingsDep
+from tempr.recall_api.deps import AdmissionDep, BankIdPath, EmbedderDep, PoolDep, SettingsDep
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.api import ErrorBody
 from tempr.schemas.recall import RecallRequest, RecallResponse
@@ -32,12 +32,14 @@ async def recall(
     pool: PoolDep,
     settings: SettingsDep,
     embedder: EmbedderDep,
+    admission: AdmissionDep,
 ) -> RecallResponse:
-    return await run_recall(
-        pool,
-        embedder,
-        reranker_from_settings(settings),
-        bank_id,
-        body,
-        max_consistency_wait_s=settings.max_consistency_wait_s,
-    )
+    async with admission:
+        return await run_recall(
+            pool,
+            embedder,
+            reranker_from_settings(settings),
+            bank_id,
+            body,
+            max_consistency_wait_s=settings.max_consistency_wait_s,
+        )

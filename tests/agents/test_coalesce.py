@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from tempr.agents.extraction.coalesce import Coalescer
 from tempr.agents.extraction.local import extract_local, extract_local_many
+from tempr.inference.coalesce import Coalescer
 from tempr.schemas.events import ChunkEvent, ExtractedFact, MessageEvent
 from tests.agents.test_local_extractor import _chunk, _conversation, _cut, _history, _messages
 
@@ -49,7 +49,7 @@ async def test_chunks_waiting_meanwhile_are_extracted_together() -> None:
     jobs = _jobs()
     recording = _Recording()
     coalescer = Coalescer(recording)
-    found = await asyncio.gather(*(coalescer.extract(c, h) for c, h in jobs))
+    found = await asyncio.gather(*(coalescer.run((c, h)) for c, h in jobs))
     assert [_dumped(f) for f in found] == [_dumped(extract_local(c, h)) for c, h in jobs]
     # The first goes alone, the rest queued behind it go in one pass.
     assert [len(g) for g in recording.groups] == [1, len(jobs) - 1]
@@ -59,7 +59,7 @@ async def test_a_failing_chunk_fails_only_its_own_caller() -> None:
     jobs = _jobs()
     poison = jobs[2][0]
     coalescer = Coalescer(_Recording(poison=poison))
-    found = await asyncio.gather(*(coalescer.extract(c, h) for c, h in jobs), return_exceptions=True)
+    found = await asyncio.gather(*(coalescer.run((c, h)) for c, h in jobs), return_exceptions=True)
     for (chunk, history), result in zip(jobs, found, strict=True):
         if chunk is poison:
             assert isinstance(result, ValueError)
@@ -72,7 +72,7 @@ async def test_a_cancelled_caller_strands_nobody() -> None:
     jobs = _jobs()
     recording = _Recording()
     coalescer = Coalescer(recording)
-    tasks = [asyncio.create_task(coalescer.extract(c, h)) for c, h in jobs]
+    tasks = [asyncio.create_task(coalescer.run((c, h))) for c, h in jobs]
     await asyncio.sleep(0)  # all queued; the first is extracting alone
     tasks[1].cancel()  # the one that would take the next turn
     done = await asyncio.gather(*tasks, return_exceptions=True)
@@ -87,7 +87,7 @@ async def test_a_cancelled_caller_strands_nobody() -> None:
 async def test_cancelling_the_caller_whose_turn_it_is_hands_the_turn_on() -> None:
     jobs = _jobs()
     coalescer = Coalescer(_Recording())
-    tasks = [asyncio.create_task(coalescer.extract(c, h)) for c, h in jobs]
+    tasks = [asyncio.create_task(coalescer.run((c, h))) for c, h in jobs]
     await asyncio.sleep(0)
     tasks[0].cancel()  # its thread still runs; the others still get their facts
     done = await asyncio.gather(*tasks, return_exceptions=True)

@@ -52,3 +52,34 @@ def test_the_graph_is_exported_once_and_reused(runtimes: dict[str, LocalEmbedder
 
 def test_an_empty_batch_is_an_empty_matrix(runtimes: dict[str, LocalEmbedder]) -> None:
     assert runtimes["onnx"].encode([]).shape == (0, runtimes["onnx"].dimension)
+
+
+def test_concurrent_encodes_share_one_pass_and_get_their_own_vectors(
+    runtimes: dict[str, LocalEmbedder],
+) -> None:
+    import asyncio
+
+    embedder = runtimes["onnx"]
+    asks = [[f"What did Melanie paint in {year}?", "What did paint?"] for year in range(2015, 2027)]
+    calls: list[int] = []
+    encode = embedder.encode
+
+    def counting(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return encode(texts)
+
+    async def all_at_once() -> list[np.ndarray]:
+        return await asyncio.gather(*(embedder.aencode(a) for a in asks))
+
+    embedder.encode = counting  # type: ignore[method-assign]
+    try:
+        together = asyncio.run(all_at_once())
+    finally:
+        del embedder.encode
+    # The first alone, the eleven queued behind it in one pass.
+    assert calls == [2, 22]
+    for ask, vectors in zip(asks, together, strict=True):
+        assert vectors.shape == (2, embedder.dimension)
+        np.testing.assert_allclose(vectors, encode(ask), atol=1e-5)
+    # A second event loop gets a coalescer of its own (asyncio locks belong to one loop).
+    assert asyncio.run(all_at_once())[3].shape == (2, embedder.dimension)
