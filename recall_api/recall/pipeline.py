@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -390,15 +391,36 @@ async def run_recall(
     *,
     max_consistency_wait_s: float,
     early_arms: bool = True,
+    admission: AbstractAsyncContextManager[Any] | None = None,
 ) -> RecallResponse:
     """One recall. ``early_arms=False`` starts every arm after the embedding, also in a bank with
-    keyword statistics, for side-by-side benchmarks only: the results are the same."""
+    keyword statistics, for side-by-side benchmarks only: the results are the same.
+
+    ``admission`` (the API's `Admission`) is entered after the wait for ``after``: a recall
+    waiting on its write holds no slot."""
     cfg = resolve_preset(req.preset)
     lap = _Laps()
     if req.after is not None:
         await wait_for_consistency(pool, bank_id, req.after, timeout_s=max_consistency_wait_s)
         lap("consistency_wait")
 
+    async with admission or nullcontext():
+        if admission is not None:
+            lap("admission")  # the wait for a slot, in the trace's timings
+        return await _search(pool, embedder, reranker, bank_id, req, cfg, lap, early_arms=early_arms)
+
+
+async def _search(
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    bank_id: str,
+    req: RecallRequest,
+    cfg: RecallConfig,
+    lap: _Laps,
+    *,
+    early_arms: bool,
+) -> RecallResponse:
     now = req.query_timestamp or datetime.now(UTC)
     # The ubiquity thresholds are the preset's: a graph retriever choice does not move them.
     shape = await sql.bank_shape(

@@ -34,12 +34,12 @@ async def recall(
     embedder: EmbedderDep,
     admission: AdmissionDep,
 ) -> RecallResponse:
-    async with admission:
-        return await run_recall(
-            pool,
-            embedder,
-            reranker_from_settings(settings),
-            bank_id,
-            body,
-            max_consistency_wait_s=settings.max_consistency_wait_s,
-        )
+    return await run_recall(
+        pool,
+        embedder,
+        reranker_from_settings(settings),
+        bank_id,
+        body,
+        max_consistency_wait_s=settings.max_consistency_wait_s,
+        admission=admission,
+    )

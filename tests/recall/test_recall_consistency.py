@@ -59,3 +59,25 @@ async def test_endpoint_maps_timeout_to_504(stack: Supervisor, bank: str) -> Non
             r = await client.post(f"/v1/banks/{bank}/recall", json={"query": "anything", "after": FAR_FUTURE})
     assert r.status_code == 504
     assert FAR_FUTURE in r.json()["detail"]
+
+
+async def test_a_recall_waiting_for_its_write_holds_no_admission_slot(stack: Supervisor, bank: str) -> None:
+    import asyncio
+
+    settings = stack.settings.model_copy(update={"max_consistency_wait_s": 3.0, "recall_concurrency": 1})
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30) as client:
+            waiting = asyncio.create_task(
+                client.post(f"/v1/banks/{bank}/recall", json={"query": "anything", "after": FAR_FUTURE})
+            )
+            await asyncio.sleep(0.2)  # it is waiting for the token now
+            started = time.monotonic()
+            r = await client.post(f"/v1/banks/{bank}/recall", json={"query": "anything", "trace": True})
+            took = time.monotonic() - started
+            assert not waiting.done()
+            assert (await waiting).status_code == 504
+    assert r.status_code == 200, r.text
+    assert took < 2.5  # not queued behind the 3 s wait
+    assert "admission" in r.json()["trace"]["timings_ms"]
