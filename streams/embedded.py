@@ -119,10 +119,14 @@ class EmbeddedPostgres:
             self._server = None
         return self.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 60.0) -> None:
         import pgserver
 
         if self._server is None:
+            # No handle, yet a postmaster may run on this directory: a restart whose start
+            # raised after the server came up, or one started by another process. Stopped
+            # all the same, or it outlives `tempr up` and holds the data directory.
+            self._stop_orphan(timeout)
             return
         try:
             pgserver.pg_ctl(  # type: ignore[attr-defined]  # made at import by pgserver._commands
@@ -134,6 +138,21 @@ class EmbeddedPostgres:
         # later start in this process would get the stale handle of the stopped server.
         self._server.cleanup()
         self._server = None
+
+    def _stop_orphan(self, timeout: float) -> None:
+        from pgserver.postgres_server import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        if info is None or info.process is None or not self.alive():
+            return
+        log.warning("stopping a PostgreSQL (pid %d) this process holds no handle to", info.process.pid)
+        try:
+            info.process.send_signal(signal.SIGINT)  # the postmaster's "fast" shutdown
+            info.process.wait(timeout)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            info.process.kill()
 
 
 class EmbeddedBroker:

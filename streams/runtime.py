@@ -235,7 +235,20 @@ class Supervisor:
             time.sleep(0.5)
 
     def stop(self) -> None:
+        """Children, then the broker, then Postgres: each is stopped even if one before it
+        failed to stop, so no embedded service outlives `tempr up`."""
         self._stopping = True
+        try:
+            self._stop_children()
+        finally:
+            try:
+                if self.broker is not None:
+                    self.broker.stop()
+            finally:
+                if self.postgres is not None:
+                    self.postgres.stop()
+
+    def _stop_children(self) -> None:
         for child in reversed(self.children):
             if child.proc is not None and child.proc.poll() is None:
                 child.proc.terminate()
@@ -247,7 +260,3 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 child.proc.kill()
                 child.proc.wait()
-        if self.broker is not None:
-            self.broker.stop()
-        if self.postgres is not None:
-            self.postgres.stop()
