@@ -38,6 +38,7 @@ __all__ = [
     "keyword_plan",
     "keyword_search",
     "semantic_search",
+    "semantic_sql",
     "temporal_search",
     "unit_entity_names",
     "vector_of",
@@ -102,9 +103,15 @@ def _vec(embedding: np.ndarray) -> np.ndarray:
     return np.asarray(embedding, dtype=np.float32)
 
 
-def _order_by_distance(exact: bool) -> str:
-    # "+ 0" hides the operator from the planner so it cannot pick the global HNSW index.
-    return "(u.embedding <=> $2) + 0" if exact else "u.embedding <=> $2"
+def _nearest_units(exact: bool, where: str = "", columns: str = "u.id") -> str:
+    """``columns`` and ``d``: the bank's facts with their cosine distance to $2, computed once per fact,
+    for the caller to order by ``d`` and cut. An exact scan is fenced off (OFFSET 0) so the
+    distance it sorts on is the one it returns; writing the operator twice (in the output and
+    in ORDER BY) made Postgres compute it twice per fact, each reading the vector. On the
+    index path the subquery is pulled up, so ``ORDER BY d`` is the HNSW index's order."""
+    fence = " OFFSET 0" if exact else ""
+    return f"""(SELECT {columns}, u.embedding <=> $2 AS d FROM memory_units u
+                WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}{fence}) near"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,13 +179,12 @@ async def event_date(
 ) -> asyncpg.Record | None:
     """When the dated fact that best matches an event description happened, and how well it
     matches; None when no dated fact is close enough."""
+    happened = "coalesce(u.occurred_start, u.mentioned_at)"
+    nearest = _nearest_units(exact, f" AND {happened} IS NOT NULL", f"{happened} AS happened")
     sql = f"""
-        SELECT coalesce(u.occurred_start, u.mentioned_at) AS happened, 1 - (u.embedding <=> $2) AS similarity
-        FROM memory_units u
-        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
-          AND coalesce(u.occurred_start, u.mentioned_at) IS NOT NULL
-          AND 1 - (u.embedding <=> $2) >= $3
-        ORDER BY {_order_by_distance(exact)}
+        SELECT happened, 1 - d AS similarity FROM {nearest}
+        WHERE 1 - d >= $3
+        ORDER BY d
         LIMIT 1
     """
     if exact:
@@ -192,6 +198,22 @@ async def _set_ef_search(conn: asyncpg.Connection, ef_search: int) -> None:
     # Local to the caller's transaction: only the index path opens one (an exact scan is one
     # round trip, not BEGIN, the query and COMMIT).
     await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef_search))
+
+
+def semantic_sql(exact: bool, where: str = "") -> str:
+    """`semantic_search`'s statement: $1 bank, $2 vector, $3 limit, $4 floor, $5 kept under
+    the floor, then the filters' parameters (``where``, from `compile_filters` at 6)."""
+    return f"""
+        WITH nearest AS (
+            SELECT id, 1 - d AS score FROM {_nearest_units(exact, where)}
+            ORDER BY d
+            LIMIT $3
+        ),
+        numbered AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS n FROM nearest)
+        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM numbered
+        WHERE score >= $4 OR n <= $5
+        ORDER BY score DESC, id
+    """
 
 
 async def semantic_search(
@@ -213,18 +235,7 @@ async def semantic_search(
     index scan that came back short from a bank that simply has few close facts.
     """
     where, params = compile_filters(filters, 6)
-    sql = f"""
-        WITH nearest AS (
-            SELECT u.id, 1 - (u.embedding <=> $2) AS score FROM memory_units u
-            WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
-            ORDER BY {_order_by_distance(exact)}
-            LIMIT $3
-        ),
-        numbered AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS n FROM nearest)
-        SELECT id, score, (SELECT count(*) FROM nearest) AS fetched FROM numbered
-        WHERE score >= $4 OR n <= $5
-        ORDER BY score DESC, id
-    """
+    sql = semantic_sql(exact, where)
     args = (bank_id, _vec(embedding), limit, min_similarity, min_results, *params)
     if exact:
         return await conn.fetch(sql, *args)
@@ -459,9 +470,8 @@ async def graph_expand(
     sql = f"""
         WITH seeds AS (
             SELECT id, sim FROM (
-                SELECT u.id, 1 - (u.embedding <=> $2) AS sim FROM memory_units u
-                WHERE u.bank_id = $1 AND u.embedding IS NOT NULL{where}
-                ORDER BY {_order_by_distance(exact)}
+                SELECT id, 1 - d AS sim FROM {_nearest_units(exact, where)}
+                ORDER BY d
                 LIMIT $3
             ) s WHERE sim >= $4
         ),

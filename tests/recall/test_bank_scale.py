@@ -56,6 +56,14 @@ async def test_a_bank_with_its_own_index_is_searched_through_it_and_finds_the_ex
             vector,
         )
     assert vector_indexes.bank_index_name(bank) in "\n".join(r[0] for r in plan)
+    # The arm's own statement: its index path orders by the bank's index, and its exact path
+    # (the distance computed once, behind a fence) never does.
+    for exact_scan in (False, True):
+        async with db.acquire() as conn, conn.transaction():
+            await conn.execute("SET LOCAL enable_sort = off")
+            plan = await conn.fetch(f"EXPLAIN {sql.semantic_sql(exact_scan)}", bank, vector, 10, -1.0, 0)
+        uses_index = vector_indexes.bank_index_name(bank) in "\n".join(r[0] for r in plan)
+        assert uses_index is not exact_scan
 
     ctx = ArmContext(
         bank_id=bank,
@@ -247,3 +255,18 @@ async def test_hydrated_rows_carry_their_embeddings_only_when_asked_and_the_bank
         assert row["cosine"] == pytest.approx(float(stored[row["id"]] @ vector), abs=1e-5)
     shape = await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)
     assert (shape.size, shape.graph_retriever) == (6, "bfs")
+
+
+async def test_a_fact_keeps_its_embedding_in_its_row(db: asyncpg.Pool, bank: str) -> None:
+    # A fact of a few dozen words with its 1,540-byte vector inline is over 2 kB, so at most
+    # three rows share an 8 kB page. Past 2 kB Postgres' default moves the vector to TOAST: the
+    # row is then a few hundred bytes, a dozen share a page, and every read of a vector costs a
+    # TOAST lookup.
+    told = "; she said it was the best part of a long week, and that she would go again next spring with her sister and two old friends from school"
+    await insert_units(db, bank, [Unit(f"{u.text[:-1]}{told}.") for u in _facts(12)])
+    per_page = await db.fetch(
+        "SELECT (ctid::text::point)[0] AS page, count(*) AS n FROM memory_units WHERE bank_id = $1 GROUP BY 1",
+        bank,
+    )
+    assert sum(r["n"] for r in per_page) == 12
+    assert max(r["n"] for r in per_page) <= 3

@@ -1,0 +1,13 @@
+-- A fact's row keeps its embedding in the heap (issue 16, recall CPU).
+--
+-- A 384-dimension vector is 1,540 bytes, which takes a fact's row past Postgres' 2 kB TOAST
+-- threshold, so every embedding was moved to the TOAST table: each read of a vector (the exact
+-- scan of a small bank, the HNSW path's scores, hydration's cosine and vector_send) cost a TOAST
+-- index lookup and a second page. Measured on conv-26 (1,088 facts): the exact scan 3.0 ms
+-- against 0.8 ms inline, and 13.6 against 10.9 ms of Postgres per recall
+-- (docs/benchmarks.md, "Recall CPU, stop 20"). Rows are only compressed or moved out when
+-- they would not fit a page otherwise.
+--
+-- This applies to rows written from now on. Rows written before keep their TOASTed vectors
+-- and read the same; `VACUUM FULL memory_units` (or pg_repack) rewrites them inline.
+ALTER TABLE memory_units SET (toast_tuple_target = 8160);
