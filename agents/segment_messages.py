@@ -4,8 +4,9 @@ Turns are buffered per (bank, conversation) and flushed on a turn count, a size 
 idle gap or an explicit end-of-conversation event. Items outside a conversation are chunks
 on their own. A chunk is also bounded by the facts it can yield (about one per sentence, each
 with its embedding), so that no chunk, facts or graph event outgrows the broker's message
-size; a turn or item too long for one chunk is cut into parts on sentence boundaries. A buffered record is acked only once its chunk is sent, so the committed
-offset never passes a turn that exists only in this process's memory.
+size; a turn or item too long for one chunk is cut into parts on sentence boundaries. A buffered record is acked only once its chunk is sent, and acks reach
+Faust in partition order (`streams/ordered_acks.py`), so the committed offset never passes a
+turn that exists only in this process's memory.
 """
 
 from __future__ import annotations
@@ -287,10 +288,14 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                     )
                     await fut
                 except Exception as exc:
-                    if not _too_large(exc):
-                        raise
-                    # Also reached from the idle timer, outside the harness: every turn of
-                    # the chunk is dead-lettered here, and the partition moves on.
+                    # Also reached from the idle timer, outside the harness. The chunk's turns
+                    # left the buffer: each is dead-lettered (replayable) and acked here, or
+                    # its partition's commits would wait on it for good (`ordered_acks`).
+                    reason = (
+                        f"its chunk is too large for the broker: {exc!r}"
+                        if _too_large(exc)
+                        else f"its chunk could not be sent to the broker: {exc!r}"
+                    )
                     for record in item.tokens:
                         if record is not None:
                             await deliver_dead_letter(
@@ -299,7 +304,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                                 dead_letter_for(
                                     stage=SPEC.name,
                                     message=record.message,
-                                    error=f"its chunk is too large for the broker: {exc!r}",
+                                    error=reason,
                                     message_event_ids=journal_ids(record.event),
                                 ),
                             )

@@ -37,6 +37,7 @@ from tempr.store.dead_letters import record_dead_letter
 from tempr.store.pool import reachable
 from tempr.streams.context import WorkerContext
 from tempr.streams.dead_letters import dead_letter_for, deliver_dead_letter
+from tempr.streams.ordered_acks import InOrderAcks
 
 __all__ = [
     "TRANSIENT",
@@ -220,10 +221,14 @@ async def run_stage(
                 decoded = decode_event(event.value)
                 if not isinstance(decoded, spec.accepts):
                     if spec.foreign == "skip":
+                        if spec.manual_ack:
+                            await acking.ack(event)
                         continue
                     raise InvalidEvent(f"unexpected {decoded.event_type} event on the {spec.source} topic")
             except InvalidEvent as exc:
                 if spec.foreign == "skip":
+                    if spec.manual_ack:
+                        await acking.ack(event)
                     continue
                 await dead_letter(Record(event=_Undecoded(), source=event, stream=acking), str(exc))
                 continue
@@ -235,9 +240,10 @@ async def run_stage(
         beats.processed += len(records)
 
     if spec.manual_ack:
-        source = stream.noack()
-        async for event in source.events():
-            await one_batch([event], stream)
+        acks = InOrderAcks(stream)  # the stage's acks reach Faust in each partition's order
+        async for event in stream.noack().events():
+            acks.arrived(event)
+            await one_batch([event], acks)
     else:
         async for events in stream.take_events(spec.batch, within=spec.within):
             await one_batch(events, stream)

@@ -49,6 +49,7 @@ BROKER_MODULES = {
     "test_crash_recovery.py",
     "test_broker_features.py",
     "test_two_workers.py",
+    "test_commit_order.py",
     "test_production_stack.py",
 }
 
