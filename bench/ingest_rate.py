@@ -293,11 +293,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "facts_per_s": n_facts / seconds,
         "raw_embedding": raw,
         "ratio": (n_facts / seconds) / raw["facts_per_s"],
-        # The worker embeds with `embedding_threads` or else `torch_threads` (1): the same figure
-        # against the model alone at that count, reported beside the reference, not instead.
-        "worker_threads": s.embedding_threads or s.torch_threads,
+        # The same figure against the model alone at the worker's thread count, reported beside
+        # the reference, not instead.
+        "worker_threads": s.worker_embedding_threads(),
         "ratio_at_worker_threads": (n_facts / seconds)
-        / raw["by_threads"].get(s.torch_threads, raw["facts_per_s"]),
+        / raw["by_threads"].get(s.worker_embedding_threads(), raw["facts_per_s"]),
         "cpu_seconds": cpu,
         "cpu_ms_per_fact": {k: 1000 * v / n_facts for k, v in cpu.items()},
         "db": {k: db_after[k] - db_before[k] for k in db_before},

@@ -45,7 +45,7 @@ class WorkerContext:
     async def start(self) -> None:
         assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
         self.pool = await create_pool(self.settings.database_url, max_size=5)
-        configure_torch_threads(self.settings.torch_threads, self.settings.embedding_threads)
+        configure_torch_threads(self.settings.torch_threads, self.settings.worker_embedding_threads())
         self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
         # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
         await check_embedding_model(self.pool, self.embedder.model_name, self.embedder.dimension)

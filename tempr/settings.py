@@ -71,10 +71,13 @@ class Settings(BaseSettings):
         default=1, ge=0, description="local models' threads per process; 0: one per core"
     )
     # The worker's embedding model may get more than `torch_threads` (numpy's BLAS keeps
-    # `torch_threads`): bench.ingest_rate's reference is the model's best of one thread and
-    # one per core.
+    # `torch_threads`). Two measured faster than one on 2 cores, quiet (+15 % facts/s) and with
+    # two busy loops beside it (+19 %): ONNX Runtime's threads sleep instead of spinning
+    # (bench.ingest_rate, docs/benchmarks.md "Ingest, stop 21").
     embedding_threads: int = Field(
-        default=0, ge=0, description="the worker's local embedding model's threads; 0: torch_threads"
+        default=2,
+        ge=0,
+        description="the worker's local embedding model's threads, at most one per core; 0: torch_threads",
     )
 
     # LLM (any OpenAI-compatible endpoint); without it the local extractor is used.
@@ -140,6 +143,12 @@ class Settings(BaseSettings):
         embeds with two threads; on 2 shared cores 2 workers measured slower than 1
         (docs/benchmarks.md, "Scale")."""
         return self.api_workers or max(1, min((os.cpu_count() or 1) // 2, 4))
+
+    def worker_embedding_threads(self) -> int:
+        """The worker's model threads: `embedding_threads` up to the cores there are."""
+        if self.embedding_threads == 0:
+            return self.torch_threads
+        return min(self.embedding_threads, os.cpu_count() or 1)
 
     def api_torch_threads(self) -> int:
         """torch threads per API worker: the cores shared out, so workers do not thrash."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+from tempr.settings import Settings
 
 _PROBE = """
 import json
@@ -45,3 +48,10 @@ def test_the_model_may_get_more_threads_than_blas() -> None:
     found = _probe(1, 2)
     assert found["torch"] == 2  # what the ONNX Runtime session built next takes
     assert found["blas"] and all(n == 1 for n in found["blas"])  # type: ignore[union-attr]
+
+
+def test_the_workers_model_gets_two_threads_by_default_and_never_more_than_the_cores() -> None:
+    cores = os.cpu_count() or 1
+    assert Settings().worker_embedding_threads() == min(2, cores)
+    assert Settings(embedding_threads=cores + 6).worker_embedding_threads() == cores
+    assert Settings(embedding_threads=0, torch_threads=1).worker_embedding_threads() == 1
