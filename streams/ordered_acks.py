@@ -53,8 +53,3 @@ class InOrderAcks:
             first = queue.popleft()
             del self._held[id(first.event)]
             await self._stream.ack(first.event)
-
-    @property
-    def waiting(self) -> int:
-        """Acks held back behind an unfinished record of their partition."""
-        return sum(h.done for h in self._held.values())
