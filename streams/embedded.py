@@ -130,7 +130,10 @@ class EmbeddedPostgres:
             return
         try:
             pgserver.pg_ctl(  # type: ignore[attr-defined]  # made at import by pgserver._commands
-                ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user, timeout=60
+                ["-w", "-m", "fast", "stop"],
+                pgdata=self.pgdata,
+                user=self._server.system_user,
+                timeout=timeout,
             )
         except subprocess.CalledProcessError:
             log.info("postgres was already stopped")
