@@ -26,7 +26,9 @@ def _unfrozen() -> Iterator[None]:
 def test_objects_alive_at_start_up_are_frozen() -> None:
     kept = [_Node() for _ in range(100)]
     frozen = freeze_start_up_heap()
-    assert frozen == gc.get_freeze_count() >= len(kept)
+    # Not compared with a second count: other threads of the suite's process free frozen
+    # objects meanwhile (a CI run saw 804,821 then 804,819).
+    assert frozen >= len(kept) and gc.get_freeze_count() >= len(kept)
     tracked = {id(o) for o in gc.get_objects()}
     assert not any(id(node) in tracked for node in kept)  # no generation holds them any more
 
