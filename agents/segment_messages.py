@@ -4,11 +4,9 @@ Turns are buffered per (bank, conversation) and flushed on a turn count, a size 
 idle gap or an explicit end-of-conversation event. Items outside a conversation are chunks
 on their own. A chunk is also bounded by the facts it can yield (about one per sentence, each
 with its embedding), so that no chunk, facts or graph event outgrows the broker's message
-size; a turn or item too long for one chunk is cut into parts on sentence boundaries.
-
-A buffered record is acked only once its chunk is sent, and acks reach Faust in partition order
-(`streams/ordered_acks.py`), so the committed offset never passes a turn that exists only in
-this process's memory.
+size; a turn or item too long for one chunk is cut into parts on sentence boundaries. A buffered record is acked only once its chunk is sent, and acks reach
+Faust in partition order (`streams/ordered_acks.py`), so the committed offset never passes a
+turn that exists only in this process's memory.
 """
 
 from __future__ import annotations
@@ -346,9 +344,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     async def segment_messages(stream: Any) -> None:
         await run_stage(stream, SPEC, ctx, topics, handle)
 
-    # Checked ten times per idle gap: at half the gap, a quiet turn waited 1.0-1.5 s instead of
-    # ~1 s (docs/benchmarks.md "Sustained stream, stop 21": p50 -0.6 s at 42 turns/s).
-    @app.timer(interval=max(0.1, settings.chunk_idle_s / 10))
+    @app.timer(interval=max(0.2, settings.chunk_idle_s / 2))
     async def flush_idle_conversations() -> None:
         if segmenter.buffered:
             await emit(segmenter.flush_idle())
