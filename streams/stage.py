@@ -220,10 +220,6 @@ async def run_stage(
             try:
                 decoded = decode_event(event.value)
                 if not isinstance(decoded, spec.accepts):
-                    if spec.foreign == "skip":
-                        if spec.manual_ack:
-                            await acking.ack(event)
-                        continue
                     raise InvalidEvent(f"unexpected {decoded.event_type} event on the {spec.source} topic")
             except InvalidEvent as exc:
                 if spec.foreign == "skip":

@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     # Segmenter: when a conversation's buffered turns become a chunk.
     chunk_max_turns: int = Field(default=8, ge=1)
     chunk_max_chars: int = Field(default=4000, ge=200)
-    chunk_idle_s: float = Field(default=1.0, gt=0)
+    chunk_idle_s: float = Field(default=0.5, gt=0)
 
     # Durability: journal entries not materialized after this long are re-published.
     redeliver_after_s: float = Field(default=120.0, gt=0)
