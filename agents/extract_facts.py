@@ -11,6 +11,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import faust
@@ -98,7 +99,7 @@ async def read_history(pool: Any, chunk: ChunkEvent) -> list[MessageEvent] | Non
 
 
 def choose_extractor(ctx: WorkerContext) -> Extractor:
-    from tempr.agents.extraction.local import extract_local_many
+    from tempr.agents.extraction.local import ParseCache, extract_local_many
     from tempr.inference.coalesce import Coalescer
 
     if ctx.settings.llm_configured:
@@ -114,7 +115,8 @@ def choose_extractor(ctx: WorkerContext) -> Extractor:
 
     # CPU-bound (spaCy): in a thread, off the event loop so timers and commits keep running;
     # chunks that wait meanwhile are extracted together.
-    coalescer = Coalescer(extract_local_many)
+    parses = ParseCache(ctx.settings.extract_parse_cache) if ctx.settings.extract_parse_cache else None
+    coalescer = Coalescer(partial(extract_local_many, parses=parses))
 
     async def local(chunk: ChunkEvent, id_bank: str) -> list[ExtractedFact]:
         history = await read_history(ctx.db, chunk)

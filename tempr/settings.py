@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     llm_timeout_s: float = 60.0
     llm_max_retries: int = 3
     llm_concurrency: int = Field(default=8, ge=1, description="chunks extracted at once")
+    # The local extractor's recent spaCy parses (a live turn is read again by its reply's chunk).
+    extract_parse_cache: int = Field(default=4096, ge=0)
 
     # Segmenter: when a conversation's buffered turns become a chunk.
     chunk_max_turns: int = Field(default=8, ge=1)

@@ -20,6 +20,7 @@ cut chunk upserts the same facts instead of duplicating them.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -46,6 +47,7 @@ __all__ = [
     "MAX_FACT_CHARS",
     "MIN_SENTENCE_CONTENT_WORDS",
     "SPEAKER_WINDOW",
+    "ParseCache",
     "exchange_facts",
     "extract_local",
     "extract_local_many",
@@ -134,16 +136,18 @@ def extract_local(chunk: ChunkEvent, history: Sequence[MessageEvent] | None = No
 
 def extract_local_many(
     jobs: Sequence[tuple[ChunkEvent, Sequence[MessageEvent] | None]],
+    parses: ParseCache | None = None,
 ) -> list[list[ExtractedFact]]:
     """`extract_local` of each (chunk, history), with one spaCy pass over all their texts.
 
     spaCy costs less per text in larger batches, and a text shared by two chunks (the turn a
     chunk's first message replies to closes the chunk before) is parsed once. A doc does not
     depend on the texts batched with it (tags and entities compared on conv-26 at batch sizes
-    8 to 1,000), so the facts are the same as chunk by chunk.
+    8 to 1,000), so the facts are the same as chunk by chunk, and the same with `parses`.
     """
     plans = [_plan(chunk, history) for chunk, history in jobs]
-    parsed = _parse([m.content for plan in plans for m, _ in plan.wanted.values()])
+    texts = [m.content for plan in plans for m, _ in plan.wanted.values()]
+    parsed = parses.parse(texts) if parses is not None else _parse(texts)
     return [plan.facts(parsed) for plan in plans]
 
 
@@ -247,9 +251,32 @@ def _facts_of(jobs: Sequence[tuple[MessageEvent, list[str]]]) -> list[list[Extra
     return [_read(m, speakers, parsed) for m, speakers in jobs]
 
 
-# A text's spaCy doc and its tokens: read once per text, though a turn is read once as itself
+@dataclass(frozen=True, slots=True)
+class _Entity:
+    """What the extractor reads of a spaCy entity span."""
+
+    text: str
+    label_: str
+    start_char: int
+    end_char: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Doc:
+    """What the extractor reads of a spaCy doc (`entities_from_doc`): ~1 KB, where the doc
+    with its token structs and tensors holds ~50 KB, which matters to `ParseCache`."""
+
+    text: str
+    ents: tuple[_Entity, ...]
+
+    @classmethod
+    def of(cls, doc: Any) -> _Doc:
+        return cls(doc.text, tuple(_Entity(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents))
+
+
+# A text's entities and tokens: read once per text, though a turn is read once as itself
 # and again as the turn its reply answers (walking a doc's tokens costs as much as tagging it).
-_Parsed = tuple[Any, list[Token]]
+_Parsed = tuple[_Doc, list[Token]]
 
 
 def _parse(texts: Sequence[str]) -> dict[str, _Parsed]:
@@ -260,8 +287,44 @@ def _parse(texts: Sequence[str]) -> dict[str, _Parsed]:
         return {}
     parseable = [t for t in dict.fromkeys(texts) if model_can_parse(t)]
     return {
-        text: (doc, tokens_from_doc(doc)) for text, doc in zip(parseable, nlp.pipe(parseable), strict=True)
+        text: (_Doc.of(doc), tokens_from_doc(doc))
+        for text, doc in zip(parseable, nlp.pipe(parseable), strict=True)
     }
+
+
+class ParseCache:
+    """The parses of the last `size` distinct texts, most recently used kept.
+
+    In a live conversation every turn is its own chunk, and a turn is read twice: as itself,
+    then as the turn the next reply answers, one chunk later. Without this each turn is
+    parsed twice (spaCy was 29 % of the worker's CPU in a stream of single-turn chunks).
+    Not thread-safe: the worker's extractor runs one batch at a time (`Coalescer`).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.parsed = 0  # texts spaCy was given through this cache
+        self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
+
+    def parse(self, texts: Sequence[str]) -> dict[str, _Parsed]:
+        found: dict[str, _Parsed] = {}
+        missing: list[str] = []
+        for text in dict.fromkeys(texts):
+            hit = self._parsed.get(text)
+            if hit is None:
+                missing.append(text)
+            else:
+                self._parsed.move_to_end(text)
+                found[text] = hit
+        fresh = _parse(missing)
+        self.parsed += len(missing)
+        self._parsed.update(fresh)
+        while len(self._parsed) > self.size:
+            self._parsed.popitem(last=False)
+        return found | fresh
+
+    def __len__(self) -> int:
+        return len(self._parsed)
 
 
 def _read(message: MessageEvent, speakers: list[str], parsed: dict[str, _Parsed]) -> list[ExtractedFact]:
