@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from tempr.errors import ConsistencyTimeout, InvalidRequest
+from tempr.errors import InvalidRequest
 from tempr.inference.embeddings import Embedder
 from tempr.inference.rerank import Reranker
 from tempr.recall_api.recall import fusion, scoring
@@ -24,6 +24,7 @@ from tempr.recall_api.recall.arms import ArmContext, ArmResult, OtherArms, enabl
 from tempr.recall_api.recall.arms.graph import graph_choice, with_graph_choice
 from tempr.recall_api.recall.asked_when import with_recency_for
 from tempr.recall_api.recall.config import PRESETS, RecallConfig, budget_to_limit, get_preset
+from tempr.recall_api.recall.consistency import wait_for_consistency
 from tempr.recall_api.recall.diversity import demote_covered, mmr_order, quotes
 from tempr.recall_api.recall.packing import pack_by_tokens, split_sentences
 from tempr.recall_api.recall.passages import passage_relevance_of
@@ -38,14 +39,10 @@ from tempr.recall_api.recall.temporal import (
     event_anchor,
     query_window,
 )
-from tempr.schemas.api import ConsistencyToken
 from tempr.schemas.recall import RecallBudget, RecallRequest, RecallResponse, TimeWindow
-from tempr.store import corrections, messages
 from tempr.store import recall as sql
 
-__all__ = ["Scored", "resolve_preset", "run_recall", "wait_for_consistency"]
-
-_POLL_INTERVAL_S = 0.075
+__all__ = ["Scored", "resolve_preset", "run_recall"]
 
 
 def resolve_preset(name: str) -> RecallConfig:
@@ -53,34 +50,6 @@ def resolve_preset(name: str) -> RecallConfig:
         return get_preset(name)
     except KeyError:
         raise InvalidRequest(f"unknown preset {name!r}; valid presets: {sorted(PRESETS)}") from None
-
-
-async def wait_for_consistency(pool: asyncpg.Pool, bank_id: str, token: str, *, timeout_s: float) -> float:
-    """Block until every message of the bank up to the token is materialized; ms waited.
-
-    A token beyond the journal's head was not issued yet, so it is waited on (and times out)
-    rather than trusted.
-    """
-    try:
-        seq, correction_seq = ConsistencyToken.decode_parts(token)
-    except ValueError as exc:
-        raise InvalidRequest(f"invalid 'after' token: {exc}") from None
-    started = time.monotonic()
-    deadline = started + timeout_s
-    # The bank's own head, not the journal's: how far other banks' messages got must not show
-    # through a wait (a token of another bank waits here until it times out).
-    while (
-        await messages.max_seq(pool, bank_id) < seq
-        or await messages.pending_up_to(pool, bank_id, seq)
-        or (correction_seq is not None and await corrections.pending_up_to(pool, bank_id, correction_seq))
-    ):
-        if time.monotonic() >= deadline:
-            raise ConsistencyTimeout(
-                f"bank {bank_id!r} has not materialized up to {token!r} within {timeout_s:g}s; "
-                "retry later or recall without 'after'"
-            )
-        await asyncio.sleep(_POLL_INTERVAL_S)
-    return round((time.monotonic() - started) * 1000, 2)
 
 
 async def _anchored(

@@ -10,7 +10,10 @@ import pytest
 
 from tempr.errors import ConsistencyTimeout, InvalidRequest
 from tempr.recall_api.main import create_app
-from tempr.recall_api.recall.pipeline import wait_for_consistency
+from tempr.recall_api.recall.consistency import wait_for_consistency
+from tempr.schemas.api import ConsistencyToken
+from tempr.store import consistency
+from tempr.store.consistency import Wait
 from tempr.store.messages import max_seq
 from tempr.store.recall import journal_head
 from tempr.streams.runtime import Supervisor
@@ -81,3 +84,64 @@ async def test_a_recall_waiting_for_its_write_holds_no_admission_slot(stack: Sup
     assert r.status_code == 200, r.text
     assert took < 2.5  # not queued behind the 3 s wait
     assert "admission" in r.json()["trace"]["timings_ms"]
+
+
+async def test_many_waits_share_one_poller_and_each_ends_on_its_own(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    """Waiting recalls are polled together; one that times out leaves the others alone, and the
+    poller goes away with the last wait."""
+    import asyncio
+
+    from tempr.recall_api.recall.consistency import _Poller
+
+    tokens = {}
+    for name in (bank, f"{bank}-2"):
+        r = api.post(
+            f"/v1/banks/{name}/memories", json={"items": [{"content": f"{name} planted tomatoes in May."}]}
+        )
+        assert r.status_code == 202, r.text
+        tokens[name] = r.json()["consistency"]["token"]
+    hopeless = asyncio.create_task(wait_for_consistency(db, bank, FAR_FUTURE, timeout_s=2.0))
+    waits = [
+        asyncio.create_task(wait_for_consistency(db, name, token, timeout_s=60))
+        for name, token in tokens.items()
+        for _ in range(4)
+    ]
+    await asyncio.sleep(0.3)
+    assert list(_Poller._running) == [id(db)]  # one poller, whatever the number of waits
+    assert any(w.bank_id == bank and w.seq == 999999999999 for w in _Poller._running[id(db)].waits)
+    waited = await asyncio.gather(*waits)
+    assert all(ms >= 0 for ms in waited)
+    with pytest.raises(ConsistencyTimeout):
+        await hopeless
+    await asyncio.sleep(0.3)
+    assert id(db) not in _Poller._running
+    assert (
+        await consistency.reached(
+            db, [Wait(bank_id=n, seq=ConsistencyToken.decode_parts(t)[0]) for n, t in tokens.items()]
+        )
+    ) == [True, True]
+
+
+async def test_reached_answers_each_wait_of_one_statement_in_order(
+    db: asyncpg.Pool, api: httpx.Client, bank: str
+) -> None:
+    r = api.post(f"/v1/banks/{bank}/memories", json={"items": [{"content": "Mira bought a kayak."}]})
+    assert r.status_code == 202, r.text
+    await wait_for_consistency(db, bank, r.json()["consistency"]["token"], timeout_s=60)
+    head = await max_seq(db, bank)
+    other = f"{bank}-other"
+    r = api.post(f"/v1/banks/{other}/memories", json={"items": [{"content": "Elsewhere."}]})
+    journal = await journal_head(db)
+    answers = await consistency.reached(
+        db,
+        [
+            Wait(bank_id=bank, seq=head),
+            Wait(bank_id=bank, seq=head + 10**9),
+            Wait(bank_id=bank, seq=journal),  # another bank's position: not reached here
+            Wait(bank_id=bank, seq=head - 1),
+        ],
+    )
+    assert answers == [True, False, False, True]
+    assert await consistency.reached(db, []) == []
