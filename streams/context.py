@@ -44,7 +44,9 @@ class WorkerContext:
 
     async def start(self) -> None:
         assert self.settings.database_url, "the worker needs TEMPR_DATABASE_URL"
-        self.pool = await create_pool(self.settings.database_url, max_size=5)
+        # Every stage's session state is transaction-local (store/pool.py): no reset round trip
+        # on each release (3.6 % of the worker's samples in a live stream).
+        self.pool = await create_pool(self.settings.database_url, max_size=5, reset_sessions=False)
         configure_torch_threads(self.settings.torch_threads, self.settings.worker_embedding_threads())
         self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
         # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.

@@ -36,21 +36,18 @@ class Swept:
 
 async def sweep_retention(pool: asyncpg.Pool, *, batch: int = _BATCH) -> Swept:
     swept = Swept()
-    async with pool.acquire() as lock_conn:
-        if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", retention.RETENTION_LOCK):
+    # The lock lives in a transaction of its own connection (it writes nothing): it ends with
+    # that transaction, however the sweep ends, also on a pool that does not reset sessions.
+    async with pool.acquire() as lock_conn, lock_conn.transaction():
+        if not await lock_conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", retention.RETENTION_LOCK):
             return Swept(ran=False)
-        try:
-            for bank in await retention.banks_with_retention(pool):
-                if bank["message_days"] is not None:
-                    swept.messages[bank["id"]] = await _drain(
-                        pool, bank["id"], bank["message_days"], batch, facts=False
-                    )
-                if bank["fact_days"] is not None:
-                    swept.facts[bank["id"]] = await _drain(
-                        pool, bank["id"], bank["fact_days"], batch, facts=True
-                    )
-        finally:
-            await lock_conn.execute("SELECT pg_advisory_unlock($1)", retention.RETENTION_LOCK)
+        for bank in await retention.banks_with_retention(pool):
+            if bank["message_days"] is not None:
+                swept.messages[bank["id"]] = await _drain(
+                    pool, bank["id"], bank["message_days"], batch, facts=False
+                )
+            if bank["fact_days"] is not None:
+                swept.facts[bank["id"]] = await _drain(pool, bank["id"], bank["fact_days"], batch, facts=True)
     return swept
 
 

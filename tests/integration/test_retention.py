@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tempr.store.pool import create_pool
+from tempr.store.retention import RETENTION_LOCK
 from tempr.streams.retention import sweep_retention
 from tempr.streams.runtime import Supervisor
 from tests.integration.test_bank_replay import HIKE, conversation, facts, retain, settled
@@ -85,3 +86,28 @@ def test_the_sweeper_forgets_what_a_bank_keeps_no_longer(
     assert api.post(f"/v1/banks/{bank}/replay").status_code == 202
     settled(api, bank)
     assert not set(facts(api, bank)) & old_facts
+
+
+def test_one_sweeper_at_a_time_and_the_lock_ends_with_the_sweep(stack: Supervisor) -> None:
+    dsn = stack.settings.database_url or ""
+
+    async def go() -> None:
+        other = await asyncpg.connect(dsn)  # another worker's sweeper, mid-sweep
+        # The worker's pool keeps sessions on release: a lock left on one would stay held.
+        pool = await create_pool(dsn, max_size=2, reset_sessions=False)
+        try:
+            sweeping = other.transaction()
+            await sweeping.start()
+            assert await other.fetchval("SELECT pg_try_advisory_xact_lock($1)", RETENTION_LOCK)
+            assert not (await sweep_retention(pool)).ran
+            await sweeping.rollback()
+            assert (await sweep_retention(pool)).ran
+            # Nothing of the sweep holds the lock now, though its connections stay in the pool.
+            assert await other.fetchval("SELECT pg_try_advisory_lock($1)", RETENTION_LOCK)
+            assert not (await sweep_retention(pool)).ran
+            await other.execute("SELECT pg_advisory_unlock($1)", RETENTION_LOCK)
+        finally:
+            await pool.close()
+            await other.close()
+
+    asyncio.run(go())
