@@ -26,7 +26,6 @@ __all__ = [
     "due_corrections",
     "fact_history",
     "mark_published",
-    "pending_up_to",
     "record_correction",
     "to_apply",
 ]
@@ -233,15 +232,6 @@ async def apply_correction(
         touched,
     )
     return True
-
-
-async def pending_up_to(pool: asyncpg.Pool, bank_id: str, seq: int) -> bool:
-    """True while a correction of the bank at or before `seq` is not applied yet."""
-    return await pool.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM fact_corrections WHERE bank_id = $1 AND seq <= $2 AND applied_at IS NULL)",
-        bank_id,
-        seq,
-    )
 
 
 async def due_corrections(pool: asyncpg.Pool, *, older_than_s: float, limit: int = 1000) -> list[Correction]:

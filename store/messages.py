@@ -26,7 +26,6 @@ __all__ = [
     "max_seq",
     "oldest_waiting_age_s",
     "pending_count",
-    "pending_up_to",
 ]
 
 
@@ -235,19 +234,6 @@ async def oldest_waiting_age_s(pool: asyncpg.Pool) -> float | None:
         SELECT extract(epoch FROM now() - min(received_at))::float8 FROM messages
         WHERE processed_at IS NULL AND parked_at IS NULL
         """
-    )
-
-
-async def pending_up_to(pool: asyncpg.Pool, bank_id: str, seq: int) -> bool:
-    """True while some message of the bank at or before `seq` is not materialized yet."""
-    return await pool.fetchval(
-        """
-        SELECT EXISTS (SELECT 1 FROM messages
-                       WHERE bank_id = $1 AND seq <= $2 AND processed_at IS NULL
-                         AND parked_at IS NULL)
-        """,
-        bank_id,
-        seq,
     )
 
 
