@@ -186,8 +186,13 @@ async def due_for_redelivery(
 ) -> list[DueEntry]:
     """Entries really stalled, never those in progress:
 
-    - published longer ago than ``older_than_s`` and received by the segmenter since (its
-      ``attempts`` caught up with ``publish_count``): lost or failed downstream;
+    - published longer ago than ``older_than_s``, received by the segmenter since (its
+      ``attempts`` caught up with ``publish_count``), and passed by the pipeline: a later entry
+      of its bank was materialized, or none received within ``older_than_s`` after it is still
+      waiting. Lost or failed downstream, then. Without that last condition, a backlog older
+      than ``older_than_s`` (every topic is keyed by bank, so a bank's entries are
+      materialized in order) was re-published whole, every sweep: in a ten-minute stream that
+      doubled the worker's load just when it was behind;
     - published longer ago than ``queued_after_s`` (default ten times ``older_than_s``) and
       still not received: lost on the way, since a queue that old is not merely slow;
     - journaled more than ``unpublished_after_s`` ago and not published yet. This bound
@@ -197,10 +202,16 @@ async def due_for_redelivery(
     queued = older_than_s * 10 if queued_after_s is None else queued_after_s
     rows = await pool.fetch(
         """
-        SELECT seq, id, payload, publish_count FROM messages
+        SELECT seq, id, payload, publish_count FROM messages m
         WHERE processed_at IS NULL AND parked_at IS NULL AND seq > $3
-          AND ((published_at <= now() - make_interval(secs => $1) AND attempts >= publish_count)
-               OR published_at <= now() - make_interval(secs => $5)
+          AND ((published_at <= now() - make_interval(secs => $1) AND attempts >= publish_count
+                AND (EXISTS (SELECT 1 FROM messages l
+                             WHERE l.bank_id = m.bank_id AND l.seq > m.seq AND l.processed_at IS NOT NULL)
+                     OR NOT EXISTS (SELECT 1 FROM messages w
+                                    WHERE w.processed_at IS NULL AND w.parked_at IS NULL AND w.id <> m.id
+                                      AND w.received_at > m.received_at
+                                      AND w.received_at <= m.received_at + make_interval(secs => $1))))
+               OR (published_at <= now() - make_interval(secs => $5) AND attempts < publish_count)
                OR (published_at IS NULL AND received_at <= now() - make_interval(secs => $4)))
           AND bank_id NOT IN (SELECT id FROM deleted_banks)
         ORDER BY seq

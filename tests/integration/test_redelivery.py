@@ -70,3 +70,65 @@ async def test_only_entries_unpublished_past_the_grace_or_overdue_are_due(
             }
         finally:
             await tx.rollback()
+
+
+async def test_a_backlog_behind_the_segmenter_is_not_re_published_but_an_entry_it_passed_is(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    """A stream behind by more than the redelivery age: every waiting entry was received by
+    the segmenter and is queued downstream. Re-publishing them doubled the load every sweep."""
+    other = f"{bank}-busy"
+    stalled, queued_ahead, passed, later_done, lost_long_ago, never_received = (
+        _event(bank, "a"),
+        _event(other, "b"),
+        _event(f"{bank}-c", "c"),
+        _event(f"{bank}-c", "d"),
+        _event(f"{bank}-e", "e"),
+        _event(f"{bank}-f", "f"),
+    )
+    rows = [stalled, queued_ahead, passed, later_done, lost_long_ago, never_received]
+    async with db.acquire() as conn:
+        tx = conn.transaction()
+        await tx.start()
+        try:
+            await messages.journal_messages(conn, rows)
+            await messages.mark_published(conn, [r.event_id for r in rows])
+            ages = [
+                (stalled, 200),  # received, waiting; nothing received after it still waits
+                (queued_ahead, 150),
+                (passed, 200),  # received, waiting; a later entry of its own bank is materialized
+                (later_done, 190),
+                (lost_long_ago, 1300),  # past the queued bound, received: still only if passed
+                (never_received, 1300),  # past the queued bound and never received: lost on the way
+            ]
+            for event, age in ages:
+                await conn.execute(
+                    "UPDATE messages SET received_at = now() - make_interval(secs => $2),"
+                    " published_at = now() - make_interval(secs => $2),"
+                    " attempts = CASE WHEN $3 THEN publish_count ELSE 0 END WHERE id = $1",
+                    event.event_id,
+                    float(age),
+                    event is not never_received,
+                )
+            await conn.execute("UPDATE messages SET processed_at = now() WHERE id = $1", later_done.event_id)
+            # Another bank's entry received 1,250 s ago (and re-published a minute ago, so not due
+            # itself) still waits: lost_long_ago's window is not passed yet.
+            await conn.execute(
+                "UPDATE messages SET received_at = now() - interval '1250 seconds',"
+                " published_at = now() - interval '60 seconds' WHERE id = $1",
+                queued_ahead.event_id,
+            )
+
+            async def due() -> set[uuid.UUID]:
+                found = await messages.due_for_redelivery(conn, older_than_s=120, unpublished_after_s=30)
+                return {e.event_id for e in found if e.payload["bank_id"].startswith(bank)}
+
+            assert await due() == {passed.event_id, never_received.event_id, stalled.event_id}
+            # Now the entry received after `stalled` waits too: a backlog, nothing is due there.
+            await conn.execute(
+                "UPDATE messages SET received_at = now() - interval '150 seconds' WHERE id = $1",
+                queued_ahead.event_id,
+            )
+            assert await due() == {passed.event_id, never_received.event_id, lost_long_ago.event_id}
+        finally:
+            await tx.rollback()
