@@ -34,7 +34,7 @@ from tempr.streams.context import WorkerContext
 from tempr.streams.stage import Record, StageSpec, Topics, run_stage
 from tempr.streams.topics import bank_key
 
-__all__ = ["SPEC", "register", "resolve_bank_batch"]
+__all__ = ["SPEC", "register", "resolve_bank_batch", "resolve_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -55,40 +55,61 @@ def _points(rows: list[asyncpg.Record]) -> list[FactPoint]:
 
 async def _neighbours(pool: asyncpg.Pool, batch: list[ResolvedFacts]) -> list[list[FactPoint]]:
     """Stored facts each event's new facts may link to: near them in time (per event), by
-    meaning (one exact query for every fact of the batch) and through their entities (one
-    query for every entity of the batch)."""
-    bank = batch[0].event.bank_id
+    meaning (the nearest of each new fact) and through their entities, for the events of many
+    banks at once: one statement per kind, not one per bank."""
     found: list[dict[UUID, FactPoint]] = [{} for _ in batch]
+    windows: list[tuple[str, Any, Any]] = []
+    windowed: list[int] = []
     for i, resolved in enumerate(batch):
         times = [t for f in resolved.event.facts if (t := fact_time(f)) is not None]
         if times:
-            rows = await graph_context.temporal_neighbours(pool, bank, min(times), max(times))
-            found[i].update((p.unit_id, p) for p in _points(rows))
-    owner = [i for i, r in enumerate(batch) for f in r.event.facts if f.embedding is not None]
-    embeddings = [f.embedding for r in batch for f in r.event.facts if f.embedding is not None]
-    for row, point in _with_points(await graph_context.semantic_neighbours_of_many(pool, bank, embeddings)):
-        for i in {owner[q] for q in row["queries"]}:
-            found[i][point.unit_id] = point
+            windows.append((resolved.event.bank_id, min(times), max(times)))
+            windowed.append(i)
+    for i, rows in zip(windowed, await graph_context.temporal_neighbours_of(pool, windows), strict=True):
+        found[i].update((p.unit_id, p) for p in _points(rows))
+    await _semantic_neighbours(pool, batch, found)
     wanted = [{ue.entity_id for ue in r.unit_entities} for r in batch]
     all_entities = sorted(set().union(*wanted), key=lambda e: e.int)
-    for row, point in _with_points(await graph_context.entity_neighbours(pool, bank, all_entities)):
+    banks = [r.event.bank_id for r in batch]
+    rows = await graph_context.entity_neighbours_across(pool, banks, all_entities)
+    for row, point in _with_points(rows):
         for i, theirs in enumerate(wanted):
             if theirs.intersection(row["via"]):
                 found[i][point.unit_id] = point
     return [list(f.values()) for f in found]
 
 
+async def _semantic_neighbours(
+    pool: asyncpg.Pool, batch: list[ResolvedFacts], found: list[dict[UUID, FactPoint]]
+) -> None:
+    """Exact for the banks without an index of their own, all in one statement; through its own
+    index for each bank that has one (a shared index filtered by bank can miss a small bank's)."""
+    owner = [i for i, r in enumerate(batch) for f in r.event.facts if f.embedding is not None]
+    queries = [
+        (r.event.bank_id, f.embedding) for r in batch for f in r.event.facts if f.embedding is not None
+    ]
+    if not queries:
+        return
+    indexed = await graph_context.indexed_banks(pool, sorted({bank for bank, _ in queries}))
+    exact = [q for q, (bank, _) in enumerate(queries) if bank not in indexed]
+    rows = await graph_context.semantic_neighbours_across(pool, [queries[q] for q in exact])
+    for row, point in _with_points(rows):
+        for i in {owner[exact[q]] for q in row["queries"]}:
+            found[i][point.unit_id] = point
+    for bank in sorted(indexed):
+        mine = [q for q, (b, _) in enumerate(queries) if b == bank]
+        rows = await graph_context.semantic_neighbours_of_many(pool, bank, [queries[q][1] for q in mine])
+        for row, point in _with_points(rows):
+            for i in {owner[mine[q]] for q in row["queries"]}:
+                found[i][point.unit_id] = point
+
+
 def _with_points(rows: list[asyncpg.Record]) -> zip[tuple[asyncpg.Record, FactPoint]]:
     return zip(rows, _points(rows), strict=True)
 
 
-async def resolve_bank_batch(
-    pool: asyncpg.Pool, events: list[FactsEvent], recent: deque[FactPoint], llm: LLMClient | None = None
-) -> list[GraphEvent]:
-    """One bank's events, in order: resolve (an LLM judging borderline merges when configured),
-    persist the entities (one statement for the batch), link."""
-    bank = events[0].bank_id
-    known = {
+def _known(rows: list[asyncpg.Record]) -> dict[UUID, KnownEntity]:
+    return {
         r["id"]: KnownEntity(
             entity_id=r["id"],
             canonical_name=r["canonical_name"],
@@ -97,8 +118,14 @@ async def resolve_bank_batch(
             mention_count=r["mention_count"],
             last_seen=r["last_seen"],
         )
-        for r in await graph_context.known_entities(pool, bank)
+        for r in rows
     }
+
+
+async def _resolve(
+    events: list[FactsEvent], known: dict[UUID, KnownEntity], llm: LLMClient | None
+) -> list[ResolvedFacts]:
+    """One bank's events, in order, against its known entities (updated in place)."""
     batch: list[ResolvedFacts] = []
     for event in events:
         decide = None
@@ -109,17 +136,47 @@ async def resolve_bank_batch(
                 return d.get(pair_key(r, c), True)
 
         batch.append(resolve_facts(event, known, decide))
-    touched = [e for resolved in batch for e in resolved.entities.values()]
-    if touched:
+    return batch
+
+
+async def resolve_batches(
+    pool: asyncpg.Pool,
+    by_bank: dict[str, list[FactsEvent]],
+    recent: dict[str, deque[FactPoint]],
+    llm: LLMClient | None = None,
+) -> dict[str, list[GraphEvent]]:
+    """Each bank's events, in order: resolve (an LLM judging borderline merges when configured),
+    persist the entities, link. A live stream's batch holds one event of each of many banks,
+    so every read and write here covers all the batch's banks at once."""
+    known_rows = await graph_context.known_entities_of(pool, list(by_bank))
+    resolved = {
+        bank: await _resolve(events, _known(known_rows[bank]), llm) for bank, events in by_bank.items()
+    }
+    touched = {bank: [e for r in batch for e in r.entities.values()] for bank, batch in resolved.items()}
+    if any(touched.values()):
         async with pool.acquire() as conn:
-            await entity_store.upsert_entities(conn, bank, touched)
-    out: list[GraphEvent] = []
-    for resolved, neighbours in zip(batch, await _neighbours(pool, batch), strict=True):
-        existing = {p.unit_id: p for p in recent}
-        existing.update({p.unit_id: p for p in neighbours})
-        out.append(link_facts(resolved, list(existing.values())))
-        recent.extend(resolved.points)
+            for bank in sorted(b for b, entities in touched.items() if entities):
+                await entity_store.upsert_entities(conn, bank, touched[bank])
+    flat = [r for batch in resolved.values() for r in batch]
+    neighbours = iter(await _neighbours(pool, flat))
+    out: dict[str, list[GraphEvent]] = {}
+    for bank, batch in resolved.items():
+        mine = recent[bank]
+        out[bank] = []
+        for r in batch:
+            existing = {p.unit_id: p for p in mine}
+            existing.update({p.unit_id: p for p in next(neighbours)})
+            out[bank].append(link_facts(r, list(existing.values())))
+            mine.extend(r.points)
     return out
+
+
+async def resolve_bank_batch(
+    pool: asyncpg.Pool, events: list[FactsEvent], recent: deque[FactPoint], llm: LLMClient | None = None
+) -> list[GraphEvent]:
+    """`resolve_batches` of one bank."""
+    bank = events[0].bank_id
+    return (await resolve_batches(pool, {bank: events}, {bank: recent}, llm))[bank]
 
 
 SPEC = StageSpec(
@@ -134,8 +191,8 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         by_bank: dict[str, list[FactsEvent]] = defaultdict(list)
         for record in records:
             by_bank[record.event.bank_id].append(record.event)
-        for bank, events in by_bank.items():
-            for update in await resolve_bank_batch(ctx.db, events, recent[bank], ctx.llm):
+        for bank, updates in (await resolve_batches(ctx.db, by_bank, recent, ctx.llm)).items():
+            for update in updates:
                 await (await topics.graph.send(key=bank_key(bank), value=encode_event(update)))
 
     @app.agent(getattr(topics, SPEC.source), name=SPEC.name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import defaultdict, deque
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -18,8 +19,11 @@ from tempr.agents.materialize_graph import (
     apply_event,
     same_statement_stored,
 )
+from tempr.agents.resolve_entities import resolve_bank_batch, resolve_batches
 from tempr.schemas.events import (
+    EntityMention,
     ExtractedFact,
+    FactsEvent,
     GraphEvent,
     MemoryLink,
     MessageEvent,
@@ -139,7 +143,7 @@ async def test_entity_neighbours_of_a_batch_say_which_entities_reached_them(
     )
     async with db.acquire() as conn, conn.transaction():
         assert await apply_event(conn, event)
-    rows = await graph_context.entity_neighbours(db, bank, [ann, ben], per_entity=2)
+    rows = await graph_context.entity_neighbours_across(db, [bank], [ann, ben], per_entity=2)
     via = {r["id"]: set(r["via"]) for r in rows}
     # Ann's two latest facts, and Ben's only one.
     assert via == {facts[5].fact_id: {ann}, facts[4].fact_id: {ann}, facts[0].fact_id: {ben}}
@@ -342,3 +346,57 @@ async def test_a_chunks_near_duplicates_from_one_statement_are_the_per_fact_quer
     count = await db.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank)
     # Each new fact folds into its stored twin, except the one without an embedding.
     assert count == 1 + 5 + 1
+
+
+async def test_a_batch_of_many_banks_resolves_as_each_bank_alone_and_never_across_banks(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    """A live stream's resolver batch holds one event of each of many banks; reading their
+    neighbours in one statement per kind must give each bank what it alone would get."""
+    rng = np.random.default_rng(11)
+    centre = rng.normal(size=DIM)
+    banks = [f"{bank}-{i}" for i in range(3)]
+
+    def near() -> list[float]:
+        return _unit(centre + rng.normal(scale=0.02, size=DIM) * np.sqrt(DIM) / 6)
+
+    # Every bank holds the same stored shape: facts about Ann near in time and meaning, so a
+    # read that leaked across banks would link to another bank's facts.
+    for name in banks:
+        first = await resolve_bank_batch(db, [_facts_event(name, [near() for _ in range(4)], 0)], deque())
+        async with db.acquire() as conn, conn.transaction():
+            for update in first:
+                assert await apply_event(conn, update)
+    # The bank with an index of its own is read through it, the others exactly.
+    async with db.acquire() as conn:
+        await vector_indexes.build_bank_index(conn, banks[2], 4)
+    try:
+        events = {name: [_facts_event(name, [near(), near()], 30)] for name in banks}
+        together = await resolve_batches(db, events, defaultdict(deque))
+        for name in banks:
+            alone = await resolve_bank_batch(db, events[name], deque())
+            assert [u.model_dump() for u in together[name]] == [u.model_dump() for u in alone]
+            stored = {r["id"] for r in await db.fetch("SELECT id FROM memory_units WHERE bank_id = $1", name)}
+            new = {f.fact_id for f in events[name][0].facts}
+            ends = {e for lk in together[name][0].links for e in (lk.from_id, lk.to_id)}
+            assert ends - new, "no link to a stored fact: nothing was compared"
+            assert ends <= stored | new
+            kinds = {lk.link_type for lk in together[name][0].links}
+            assert {"temporal", "semantic", "entity"} <= kinds
+    finally:
+        async with db.acquire() as conn:
+            await vector_indexes.drop_bank_index(conn, banks[2])
+
+
+def _facts_event(bank_id: str, embeddings: list[list[float]], minutes: int) -> FactsEvent:
+    facts = [
+        ExtractedFact(
+            fact_id=uuid.uuid4(),
+            text=f"Ann bought lamp number {minutes + i} in Porto.",
+            mentioned_at=T0 + timedelta(minutes=minutes + i),
+            embedding=embedding,
+            entities=[EntityMention(name="Ann", kind="person"), EntityMention(name="Porto", kind="location")],
+        )
+        for i, embedding in enumerate(embeddings)
+    ]
+    return FactsEvent(bank_id=bank_id, chunk_id=uuid.uuid4(), message_event_ids=[], facts=facts)
