@@ -137,10 +137,13 @@ class Supervisor:
 
     def start_children(self) -> None:
         python = sys.executable
-        self.children = [
-            _Child("worker", [python, "-m", "tempr.cli", "worker"]),
-            _Child("api", [python, "-m", "tempr.cli", "api"]),
+        count = self.settings.stream_worker_count()
+        # The first keeps the plain name (its log stays worker.log); the others share its group.
+        workers = [
+            _Child("worker" if i == 1 else f"worker-{i}", [python, "-m", "tempr.cli", "worker"])
+            for i in range(1, count + 1)
         ]
+        self.children = [*workers, _Child("api", [python, "-m", "tempr.cli", "api"])]
         for child in self.children:
             self._spawn(child)
 

@@ -130,6 +130,10 @@ class Settings(BaseSettings):
     # API processes (uvicorn workers); 0: one per two cores, at most 4. Each loads the
     # embedding model and runs torch on cores / workers threads.
     api_workers: int = Field(default=0, ge=0, le=64)
+    # Stream worker processes `tempr up` runs, one consumer group: each holds its own model
+    # and event loop, so the stages of a live stream are not bound to one interpreter's GIL.
+    # 0: one per two cores, at least 1, at most 4 (docs/benchmarks.md, "Stop 24").
+    stream_workers: int = Field(default=0, ge=0, le=64)
     # Recalls one API process runs at once; more wait in arrival order (0: no limit).
     recall_concurrency: int = Field(default=0, ge=0, le=1024)
 
@@ -146,11 +150,16 @@ class Settings(BaseSettings):
         (docs/benchmarks.md, "Scale")."""
         return self.api_workers or max(1, min((os.cpu_count() or 1) // 2, 4))
 
+    def stream_worker_count(self) -> int:
+        """`stream_workers`, or one per two cores up to 4."""
+        return self.stream_workers or max(1, min((os.cpu_count() or 1) // 2, 4))
+
     def worker_embedding_threads(self) -> int:
-        """The worker's model threads: `embedding_threads` up to the cores there are."""
+        """A worker's model threads: `embedding_threads` up to its share of the cores."""
         if self.embedding_threads == 0:
             return self.torch_threads
-        return min(self.embedding_threads, os.cpu_count() or 1)
+        share = max(1, (os.cpu_count() or 1) // self.stream_worker_count())
+        return min(self.embedding_threads, share)
 
     def api_torch_threads(self) -> int:
         """torch threads per API worker: the cores shared out, so workers do not thrash."""

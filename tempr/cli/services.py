@@ -78,6 +78,14 @@ def up(
             "--insecure", help="Serve a non-loopback address without keys (something else checks access)."
         ),
     ] = None,
+    stream_workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Stream worker processes, one consumer group (default TEMPR_STREAM_WORKERS, else "
+            "one per two cores up to 4).",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole system: Postgres+pgvector, a Kafka-protocol broker, the worker and the API.
 
@@ -102,6 +110,7 @@ def up(
             database_url=database_url,
             auth="keys" if auth else None,
             insecure=insecure,
+            stream_workers=stream_workers,
         )
     )
     _refuse_open_exposure(settings)
@@ -155,7 +164,11 @@ def _print_endpoints(settings: Settings, health: dict, elapsed: float, superviso
     table.add_row("PostgreSQL", settings.database_url or "")
     kind = "external" if supervisor_broker is None else settings.broker
     table.add_row("Kafka broker", f"{settings.bootstrap}  ({kind})")
-    table.add_row("worker", f"logs in {settings.data_dir / 'worker.log'}")
+    workers = settings.stream_worker_count()
+    if workers == 1:
+        table.add_row("worker", f"logs in {settings.data_dir / 'worker.log'}")
+    else:
+        table.add_row("workers", f"{workers} processes, logs in {settings.data_dir / 'worker*.log'}")
     table.add_row("data", str(settings.data_dir))
     table.add_row("pending events", str(health.get("pending_events")))
     console.print(table)

@@ -52,6 +52,18 @@ def test_the_model_may_get_more_threads_than_blas() -> None:
 
 def test_the_workers_model_gets_two_threads_by_default_and_never_more_than_the_cores() -> None:
     cores = os.cpu_count() or 1
-    assert Settings().worker_embedding_threads() == min(2, cores)
-    assert Settings(embedding_threads=cores + 6).worker_embedding_threads() == cores
+    one = Settings(stream_workers=1)
+    assert one.worker_embedding_threads() == min(2, cores)
+    assert one.model_copy(update={"embedding_threads": cores + 6}).worker_embedding_threads() == cores
     assert Settings(embedding_threads=0, torch_threads=1).worker_embedding_threads() == 1
+
+
+def test_stream_workers_share_the_cores_out() -> None:
+    cores = os.cpu_count() or 1
+    assert Settings().stream_worker_count() == max(1, min(cores // 2, 4))
+    assert Settings(stream_workers=3).stream_worker_count() == 3
+    # Each of several workers gets its share of the cores for its model, never less than one.
+    many = Settings(stream_workers=cores * 2, embedding_threads=8)
+    assert many.worker_embedding_threads() == 1
+    two = Settings(stream_workers=2, embedding_threads=8)
+    assert two.worker_embedding_threads() == max(1, cores // 2)

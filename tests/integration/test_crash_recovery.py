@@ -163,12 +163,12 @@ def quiet_sweeper_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Su
 def test_worker_killed_mid_stream_loses_and_doubles_nothing(quiet_sweeper_stack: Supervisor) -> None:
     s = quiet_sweeper_stack.settings
     assert s.database_url
-    log = open(s.data_dir / "worker-2.log", "ab")  # noqa: SIM115
+    log = open(s.data_dir / "extra-worker.log", "ab")  # noqa: SIM115
     second = subprocess.Popen(
         [sys.executable, "-m", "tempr.cli", "worker"], env=child_env(s), stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        wait_until(lambda: b"Worker]: Ready" in (s.data_dir / "worker-2.log").read_bytes(), timeout=120)
+        wait_until(lambda: b"Worker]: Ready" in (s.data_dir / "extra-worker.log").read_bytes(), timeout=120)
         time.sleep(3)  # let the group rebalance onto two members
         bank = "crash-worker"
         texts = _sentences(3000, seed=7)
@@ -193,8 +193,9 @@ def test_worker_killed_mid_stream_loses_and_doubles_nothing(quiet_sweeper_stack:
 def _tempr_up(data_dir: Path, port: int, broker_port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPR_")}
     env.update(TEMPR_REDELIVER_AFTER_S="3600", TEMPR_TOPIC_PARTITIONS="4", TEMPR_CHUNK_IDLE_S="0.5")
-    # Two API processes, as on a 4-core host: both must die with the supervisor and come back.
-    env.update(TEMPR_API_WORKERS="2")
+    # Two API and two stream worker processes, as on a 4-core host: all must die with the
+    # supervisor and come back.
+    env.update(TEMPR_API_WORKERS="2", TEMPR_STREAM_WORKERS="2")
     env.update(broker_env())  # under --broker kafka: its own Kafka, killed with it
     return subprocess.Popen(
         [
@@ -240,7 +241,7 @@ def test_whole_runtime_killed_and_restarted_loses_and_doubles_nothing(tmp_path: 
 
         wait_until(progressing, timeout=120)
         children = [c for c in psutil.Process(up.pid).children() if "tempr.cli" in " ".join(c.cmdline())]
-        assert {c.cmdline()[-1] for c in children} >= {"worker", "api"}
+        assert sorted(c.cmdline()[-1] for c in children) == ["api", "worker", "worker"]
         # The API's own worker processes too (Postgres alone is meant to outlive the kill).
         children += [d for c in children for d in c.children(recursive=True) if "postgres" not in d.name()]
         up.send_signal(signal.SIGKILL)  # no cleanup at all: children die with it, Postgres stays
