@@ -241,8 +241,11 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
                     ctx.db, chunk.bank_id, along_lineage(found, lineage, chunk.bank_id)
                 )
 
+        sent: list[Awaitable[Any]] = []
+
         async def emit(out: FactsEvent) -> None:
-            await (await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))
+            # Deliveries are awaited together at the end of the batch, not one round trip each.
+            sent.append(await topics.facts.send(key=bank_key(out.bank_id), value=encode_event(out)))
 
         chunks = [r.event for r in records if isinstance(r.event, ChunkEvent)]
         lineages = await banks.id_lineages(ctx.db, (c.bank_id for c in chunks)) if chunks else {}
@@ -258,6 +261,7 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         await embed_facts(ctx.embeddings, [f for out in fixes for f in out.facts])
         for out in fixes:
             await emit(out)
+        await asyncio.gather(*sent)
 
     @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
     async def extract_facts(stream: Any) -> None:

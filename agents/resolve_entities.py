@@ -8,6 +8,7 @@ remembered per bank for linking.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict, deque
 from typing import Any
@@ -191,9 +192,15 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
         by_bank: dict[str, list[FactsEvent]] = defaultdict(list)
         for record in records:
             by_bank[record.event.bank_id].append(record.event)
-        for bank, updates in (await resolve_batches(ctx.db, by_bank, recent, ctx.llm)).items():
-            for update in updates:
-                await (await topics.graph.send(key=bank_key(bank), value=encode_event(update)))
+        # Every update sent, then every delivery awaited: awaiting each in turn cost a broker
+        # round trip per event, which capped a live stream (one event per bank) on its own.
+        await asyncio.gather(
+            *[
+                await topics.graph.send(key=bank_key(bank), value=encode_event(update))
+                for bank, updates in (await resolve_batches(ctx.db, by_bank, recent, ctx.llm)).items()
+                for update in updates
+            ]
+        )
 
     @app.agent(getattr(topics, SPEC.source), name=SPEC.name)
     async def resolve_entities(stream: Any) -> None:

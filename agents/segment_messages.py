@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,38 +279,53 @@ def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
     key = control_key(settings)
 
     async def emit(pending: list[PendingChunk]) -> None:
+        # Every chunk sent, then each delivery awaited: one broker round trip per chunk in turn
+        # capped a live stream, where every turn is a chunk of its own.
+        sent: list[tuple[PendingChunk, Awaitable[Any] | None, Exception | None]] = []
         for item in pending:
+            future, error = None, None
             if item.chunk.messages:
                 try:
-                    fut = await topics.chunks.send(
+                    future = await topics.chunks.send(
                         key=conversation_key(item.chunk.bank_id, item.chunk.conversation_id),
                         value=encode_event(item.chunk),
                     )
-                    await fut
                 except Exception as exc:
-                    # Also reached from the idle timer, outside the harness. The chunk's turns
-                    # left the buffer: each is dead-lettered (replayable) and acked here, or
-                    # its partition's commits would wait on it for good (`ordered_acks`).
-                    reason = (
-                        f"its chunk is too large for the broker: {exc!r}"
-                        if _too_large(exc)
-                        else f"its chunk could not be sent to the broker: {exc!r}"
-                    )
-                    for record in item.tokens:
-                        if record is not None:
-                            await deliver_dead_letter(
-                                topics.dlq,
-                                ctx.db,
-                                dead_letter_for(
-                                    stage=SPEC.name,
-                                    message=record.message,
-                                    error=reason,
-                                    message_event_ids=journal_ids(record.event),
-                                ),
-                            )
+                    error = exc
+            sent.append((item, future, error))
+        for item, future, error in sent:
+            if future is not None:
+                try:
+                    await future
+                except Exception as exc:
+                    error = exc
+            if error is not None:
+                await dead_letter_chunk(item, error)
             for record in item.tokens:
                 if record is not None:
                     await record.ack()
+
+    async def dead_letter_chunk(item: PendingChunk, exc: Exception) -> None:
+        # Also reached from the idle timer, outside the harness. The chunk's turns left the
+        # buffer: each is dead-lettered (replayable) and acked, or its partition's commits
+        # would wait on it for good (`ordered_acks`).
+        reason = (
+            f"its chunk is too large for the broker: {exc!r}"
+            if _too_large(exc)
+            else f"its chunk could not be sent to the broker: {exc!r}"
+        )
+        for record in item.tokens:
+            if record is not None:
+                await deliver_dead_letter(
+                    topics.dlq,
+                    ctx.db,
+                    dead_letter_for(
+                        stage=SPEC.name,
+                        message=record.message,
+                        error=reason,
+                        message_event_ids=journal_ids(record.event),
+                    ),
+                )
 
     async def handle(records: list[Record[MessageEvent | EndOfConversation | BankDeleted]]) -> None:
         segmenter.max_facts = fact_budget()
