@@ -2,7 +2,7 @@
 stack, with the backlog over time, retain → recallable latency and a count of what was stored.
 
     python -m bench.sustained_stream [--banks 1000] [--duration 600] [--rate R | --max-json PATH]
-        [--fraction 0.7] [--probe-every 1.0] [--json PATH]
+        [--fraction 0.7] [--probe-every 1.0] [--json PATH] [--keep-logs DIR]
 
 Each turn is one retain of one message (as a chat platform forwards turns), sent open-loop on
 a fixed schedule to bank ``stream-<n>`` (round robin over ``--banks``), each bank one
@@ -244,6 +244,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fraction", type=float, default=0.7, help="of the measured maximum")
     parser.add_argument("--probe-every", type=float, default=1.0, help="seconds between latency probes")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        help="copy the run's worker, API and broker logs here (the run's directory goes)",
+    )
     args = parser.parse_args(argv)
     rate = _rate(args)
     data_dir = Path(tempfile.mkdtemp(prefix="tempr-stream-"))
@@ -257,6 +262,10 @@ def main(argv: list[str] | None = None) -> None:
         counts = asyncio.run(_counts(s.database_url))
     finally:
         supervisor.stop()
+        if args.keep_logs is not None:
+            args.keep_logs.mkdir(parents=True, exist_ok=True)
+            for log in data_dir.glob("*.log"):
+                shutil.copy2(log, args.keep_logs / log.name)
         shutil.rmtree(data_dir, ignore_errors=True)
     latency = summarize(stream.latencies)
     result = {
