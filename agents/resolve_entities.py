@@ -93,15 +93,16 @@ async def _semantic_neighbours(
         return
     indexed = await graph_context.indexed_banks(pool, sorted({bank for bank, _ in queries}))
     exact = [q for q, (bank, _) in enumerate(queries) if bank not in indexed]
-    rows = await graph_context.semantic_neighbours_across(pool, [queries[q] for q in exact])
-    for row, point in _with_points(rows):
-        for i in {owner[exact[q]] for q in row["queries"]}:
-            found[i][point.unit_id] = point
+    groups = [(exact, await graph_context.semantic_neighbours_across(pool, [queries[q] for q in exact]))]
     for bank in sorted(indexed):
         mine = [q for q, (b, _) in enumerate(queries) if b == bank]
-        rows = await graph_context.semantic_neighbours_of_many(pool, bank, [queries[q][1] for q in mine])
+        vectors = [queries[q][1] for q in mine]
+        groups.append(
+            (mine, await graph_context.semantic_neighbours_of_many(pool, bank, vectors, indexed=True))
+        )
+    for positions, rows in groups:
         for row, point in _with_points(rows):
-            for i in {owner[mine[q]] for q in row["queries"]}:
+            for i in {owner[positions[q]] for q in row["queries"]}:
                 found[i][point.unit_id] = point
 
 

@@ -80,18 +80,6 @@ async def temporal_neighbours_of(
     return found
 
 
-# Small banks: the bank's vectors read once, scored against every query (exact).
-_NEAREST_EXACT = """
-    WITH q AS MATERIALIZED (
-        SELECT i, v FROM unnest($2::vector[]) WITH ORDINALITY AS q(v, i)
-    ), scored AS MATERIALIZED (
-        SELECT q.i, u.id, u.embedding <=> q.v AS d
-        FROM q CROSS JOIN memory_units u
-        WHERE u.bank_id = $1 AND u.embedding IS NOT NULL
-    )
-    SELECT i, id, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r
-    FROM scored WHERE 1 - d >= $3
-"""
 # A bank with an HNSW index of its own (store/vector_indexes.py): one index probe per query.
 _NEAREST_INDEXED = """
     SELECT q.i, n.id, n.r FROM unnest($2::vector[]) WITH ORDINALITY AS q(v, i)
@@ -113,20 +101,24 @@ async def semantic_neighbours_of_many(
     *,
     min_cosine: float = 0.7,
     limit: int = 10,
+    indexed: bool | None = None,
 ) -> list[asyncpg.Record]:
     """The nearest facts (cosine ≥ ``min_cosine``, ``limit`` each) of every embedding at once,
     one statement: exact for a bank without an index of its own (a shared index filtered by
-    bank can miss a small bank's neighbours), through the bank's own index otherwise. Each
-    row is a neighbour with ``queries``, the 0-based positions of the embeddings it is among
-    the nearest ``limit`` of."""
+    bank can miss a small bank's neighbours), through the bank's own index otherwise
+    (``indexed``: whether it has one, when the caller knows). Each row is a neighbour with
+    ``queries``, the 0-based positions of the embeddings it is among the nearest ``limit`` of."""
     if not embeddings:
         return []
-    indexed = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM bank_vector_indexes WHERE bank_id = $1)", bank_id
-    )
+    if indexed is None:
+        indexed = bool(await indexed_banks(conn, [bank_id]))
+    if not indexed:
+        return await semantic_neighbours_across(
+            conn, [(bank_id, e) for e in embeddings], min_cosine=min_cosine, limit=limit
+        )
     return await conn.fetch(
         f"""
-        WITH nearest AS ({_NEAREST_INDEXED if indexed else _NEAREST_EXACT})
+        WITH nearest AS ({_NEAREST_INDEXED})
         SELECT array_agg(n.i - 1 ORDER BY n.i) AS queries, {_POINT_COLUMNS}
         FROM nearest n JOIN memory_units u ON u.id = n.id
         WHERE n.r <= $4
@@ -155,8 +147,8 @@ async def semantic_neighbours_across(
     limit: int = 10,
 ) -> list[asyncpg.Record]:
     """`semantic_neighbours_of_many` for (bank, embedding) queries of banks without an index of
-    their own, one exact statement for all: each bank's vectors are read once and scored against
-    its own queries only. Rows carry ``queries``, 0-based positions in ``queries``."""
+    their own, exact, one statement for all: each bank's vectors are read once and scored
+    against its own queries only. Rows carry ``queries``, 0-based positions in ``queries``."""
     if not queries:
         return []
     return await conn.fetch(
