@@ -24,6 +24,11 @@ def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "tempr"
 
 
+def _one_per_two_cores() -> int:
+    """The default count of API and stream worker processes: one per two cores, 1 to 4."""
+    return max(1, min((os.cpu_count() or 1) // 2, 4))
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TEMPR_", env_file=None, extra="ignore")
 
@@ -148,11 +153,11 @@ class Settings(BaseSettings):
         """`api_workers`, or one per two cores up to 4: each worker holds the embedding model and
         embeds with two threads; on 2 shared cores 2 workers measured slower than 1
         (docs/benchmarks.md, "Scale")."""
-        return self.api_workers or max(1, min((os.cpu_count() or 1) // 2, 4))
+        return self.api_workers or _one_per_two_cores()
 
     def stream_worker_count(self) -> int:
         """`stream_workers`, or one per two cores up to 4."""
-        return self.stream_workers or max(1, min((os.cpu_count() or 1) // 2, 4))
+        return self.stream_workers or _one_per_two_cores()
 
     def worker_embedding_threads(self) -> int:
         """A worker's model threads: `embedding_threads` up to its share of the cores."""
