@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -17,7 +18,14 @@ import asyncpg
 import faust
 
 from tempr.agents.resolution.near_duplicates import same_statement
-from tempr.schemas.events import ExtractedFact, GraphEvent, MemoryLink, OpinionUpdate, ResolvedEntity
+from tempr.schemas.events import (
+    ExtractedFact,
+    GraphEvent,
+    MemoryLink,
+    MessagePart,
+    OpinionUpdate,
+    ResolvedEntity,
+)
 from tempr.store import (
     bank_locks,
     banks,
@@ -39,6 +47,7 @@ __all__ = [
     "BatchWrites",
     "ChunkNearDuplicates",
     "apply_event",
+    "apply_events",
     "apply_graph_event",
     "register",
     "same_statement_stored",
@@ -53,11 +62,18 @@ NEAR_DUPLICATE_COSINE = 0.95
 class BatchWrites:
     """Writes kept for the end of a batch's transaction: the full entity upserts and mention
     counts (rows the resolver also writes: locked only for the commit, in id order, so no
-    convoy forms behind the open transaction) and every link in one statement per bank."""
+    convoy forms behind the open transaction), every link in one statement per bank, and the
+    journal rows marked processed and the watermarks, each in one statement for the batch."""
 
     entities: dict[str, list[ResolvedEntity]] = field(default_factory=lambda: defaultdict(list))
     mentioned: set[UUID] = field(default_factory=set)
     links: dict[str, list[MemoryLink]] = field(default_factory=lambda: defaultdict(list))
+    processed: list[UUID] = field(default_factory=list)
+    processed_parts: list[MessagePart] = field(default_factory=list)
+    offsets: dict[watermarks.WatermarkKey, int] = field(default_factory=dict)
+
+    def advance(self, key: watermarks.WatermarkKey, offset: int) -> None:
+        self.offsets[key] = max(offset, self.offsets.get(key, offset))
 
     async def flush(self, conn: asyncpg.Connection) -> None:
         for bank_id in sorted(self.entities):
@@ -66,21 +82,26 @@ class BatchWrites:
             await entities.refresh_mention_counts(conn, sorted(self.mentioned, key=lambda e: e.int))
         for bank_id in sorted(self.links):
             await links.upsert_links(conn, bank_id, self.links[bank_id])
+        if self.processed or self.processed_parts:
+            await messages.mark_processed(conn, self.processed, self.processed_parts)
+        await watermarks.advance_watermarks(conn, self.offsets)
         self.entities.clear()
         self.mentioned.clear()
         self.links.clear()
+        self.processed.clear()
+        self.processed_parts.clear()
+        self.offsets.clear()
 
 
 async def apply_graph_event(
     conn: asyncpg.Connection, event: GraphEvent, later: BatchWrites, *, keep_chunk: bool = True
 ) -> int:
-    """Write one chunk's facts and mentions now, its entities' updates and links into `later`;
-    returns the number of facts stored anew.
+    """Write one chunk's facts and mentions now, its entities' updates, links and journal marks
+    into `later`; returns the number of facts stored anew.
 
-    Call through `apply_event`, which drops what belongs to a deleted bank or was forgotten
-    first (`keep_chunk` False: the chunk's text holds a forgotten message).
+    Call through `apply_events`, which creates the banks and drops what belongs to a deleted
+    bank or was forgotten first (`keep_chunk` False: the chunk's text holds a forgotten message).
     """
-    await banks.ensure_banks(conn, [event.bank_id])
     if keep_chunk:
         await memories.upsert_chunk(
             conn,
@@ -134,7 +155,8 @@ async def apply_graph_event(
         else lk
         for lk in event.links
     )
-    await messages.mark_processed(conn, event.message_event_ids, event.message_parts)
+    later.processed.extend(event.message_event_ids)
+    later.processed_parts.extend(event.message_parts)
     return stored
 
 
@@ -211,55 +233,74 @@ class ChunkNearDuplicates:
 _CANDIDATES = 5
 
 
-async def _stale_for_deleted_bank(conn: asyncpg.Connection, event: GraphEvent) -> bool:
+def _stale_for_deleted_bank(event: GraphEvent, check: forget.GraphEventCheck) -> bool:
     """For a bank that was deleted, an event whose messages are no longer in the journal (they
     went with the bank) is stale; messages accepted after a re-creation pass."""
-    deleted_at = await banks.tombstone_time(conn, event.bank_id)
-    if deleted_at is None:
+    if check.deleted_at is None:
         return False
     if event.message_event_ids:
-        return await messages.journaled_count(conn, event.message_event_ids) < len(
-            set(event.message_event_ids)
-        )
+        return check.journaled < len(set(event.message_event_ids))
     # Derived units (opinions, observations) carry their own time.
     times = [f.mentioned_at for f in event.facts if f.mentioned_at is not None]
-    return bool(times) and min(times) <= deleted_at
+    return bool(times) and min(times) <= check.deleted_at
+
+
+def _ask(event: GraphEvent) -> forget.GraphEventAsk:
+    return forget.GraphEventAsk(
+        bank_id=event.bank_id,
+        message_ids=[m for f in event.facts for m in f.source_message_ids],
+        unit_ids=[f.fact_id for f in event.facts],
+        journal_ids=event.message_event_ids,
+    )
+
+
+async def apply_events(
+    conn: asyncpg.Connection, events: Sequence[GraphEvent | OpinionUpdate], later: BatchWrites | None = None
+) -> list[bool]:
+    """Apply a batch's events in order; each False is an event that belongs to a deleted bank
+    (nothing was written). What every event needs checked, and its bank created, is read and
+    written once for the batch. With `later`, part of the writes wait there for the batch's
+    `flush`; without, they are done here."""
+    graph = [e for e in events if isinstance(e, GraphEvent)]
+    checks = dict(
+        zip(map(id, graph), await forget.graph_events_check(conn, [_ask(e) for e in graph]), strict=True)
+    )
+    live = {id(e) for e in graph if not _stale_for_deleted_bank(e, checks[id(e)])}
+    await banks.ensure_banks(conn, (e.bank_id for e in graph if id(e) in live and e.correction_id is None))
+    own = later or BatchWrites()
+    applied: list[bool] = []
+    for event in events:
+        if isinstance(event, OpinionUpdate):
+            await opinions.apply_opinion_update(conn, event)
+        elif id(event) not in live:
+            applied.append(False)
+            continue
+        elif event.correction_id is not None:
+            await apply_correction_event(conn, event, own)
+        else:
+            check = checks[id(event)]
+            # A journal row missing under a live bank was forgotten: its text must not be stored again.
+            keep_chunk = check.journaled == len(set(event.message_event_ids))
+            await apply_graph_event(
+                conn,
+                without_forgotten(event, check.forgotten_facts, check.forgotten_messages),
+                own,
+                keep_chunk=keep_chunk,
+            )
+        applied.append(True)
+    if later is None:
+        await own.flush(conn)
+    return applied
 
 
 async def apply_event(
     conn: asyncpg.Connection, event: GraphEvent | OpinionUpdate, later: BatchWrites | None = None
 ) -> bool:
-    """Returns False for an event that belongs to a deleted bank (nothing was written). With
-    `later`, part of the writes wait there for the batch's `flush`; without, they are done here."""
-    if isinstance(event, OpinionUpdate):
-        await opinions.apply_opinion_update(conn, event)
-        return True
-    if await _stale_for_deleted_bank(conn, event):
-        return False
-    own = later or BatchWrites()
-    if event.correction_id is not None:
-        await apply_correction_event(conn, event, own)
-    else:
-        gone_messages, gone, journaled = await forget.graph_event_check(
-            conn,
-            event.bank_id,
-            [m for f in event.facts for m in f.source_message_ids],
-            [f.fact_id for f in event.facts],
-            event.message_event_ids,
-        )
-        # A journal row missing under a live bank was forgotten: its text must not be stored again.
-        keep_chunk = journaled == len(set(event.message_event_ids))
-        await apply_graph_event(
-            conn, without_forgotten(event, gone, gone_messages), own, keep_chunk=keep_chunk
-        )
-    if later is None:
-        await own.flush(conn)
-    return True
+    """`apply_events` for one event."""
+    return (await apply_events(conn, [event], later))[0]
 
 
-SPEC = StageSpec(
-    name="materialize_graph", source="graph", accepts=(GraphEvent, OpinionUpdate), batch=100, within=0.3
-)
+SPEC = StageSpec(name="materialize_graph", source="graph", accepts=(GraphEvent, OpinionUpdate), batch=100)
 
 
 def register(app: faust.App, topics: Topics, ctx: WorkerContext) -> None:
@@ -279,9 +320,10 @@ async def _write_batch(pool: asyncpg.Pool, batch: list[tuple[Any, GraphEvent | O
     async with pool.acquire() as conn, conn.transaction():
         await bank_locks.share_banks_for_writes(conn, (graph.bank_id for _, graph in batch))
         later = BatchWrites()
-        for event, graph in batch:
-            if await apply_event(conn, graph, later):
-                await watermarks.advance_watermark(
-                    conn, graph.bank_id, event.message.topic, event.message.partition, event.message.offset
+        applied = await apply_events(conn, [graph for _, graph in batch], later)
+        for (event, graph), written in zip(batch, applied, strict=True):
+            if written:
+                later.advance(
+                    (graph.bank_id, event.message.topic, event.message.partition), event.message.offset
                 )
         await later.flush(conn)

@@ -22,7 +22,6 @@ __all__ = [
     "put_bank",
     "record_tombstone",
     "to_bank",
-    "tombstone_time",
     "update_bank",
     "used_since",
 ]
@@ -78,11 +77,6 @@ async def ensure_banks(conn: asyncpg.Connection, bank_ids: Iterable[str]) -> Non
 async def deleted_among(conn: asyncpg.Connection | asyncpg.Pool, bank_ids: Iterable[str]) -> set[str]:
     rows = await conn.fetch("SELECT id FROM deleted_banks WHERE id = ANY($1::text[])", sorted(set(bank_ids)))
     return {r["id"] for r in rows}
-
-
-async def tombstone_time(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> datetime | None:
-    """When the bank was last deleted (a bank may be created again later), or None."""
-    return await conn.fetchval("SELECT deleted_at FROM deleted_banks WHERE id = $1", bank_id)
 
 
 async def get_bank(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> asyncpg.Record | None:

@@ -19,12 +19,14 @@ from tempr.store.entities import refresh_mention_counts
 
 __all__ = [
     "Forgotten",
+    "GraphEventAsk",
+    "GraphEventCheck",
     "conversation_message_ids",
     "forget_fact",
     "forget_messages",
     "forgotten_facts_among",
     "forgotten_messages_among",
-    "graph_event_check",
+    "graph_events_check",
     "known_messages",
     "message_tombstones",
     "remove_units",
@@ -271,29 +273,72 @@ async def forgotten_facts_among(
     return {r["unit_id"] for r in rows}
 
 
-async def graph_event_check(
-    conn: asyncpg.Connection,
-    bank_id: str,
-    message_ids: Sequence[str],
-    unit_ids: Sequence[UUID],
-    journal_ids: Sequence[UUID],
-) -> tuple[set[str], set[UUID], int]:
-    """For one graph event, in one round trip: its forgotten messages, its forgotten facts, and
-    how many of its journal rows still exist."""
-    row = await conn.fetchrow(
+@dataclass(frozen=True)
+class GraphEventCheck:
+    """What the materializer must know about one graph event before writing it."""
+
+    deleted_at: datetime | None  # the bank's tombstone, if it was ever deleted
+    forgotten_messages: set[str]
+    forgotten_facts: set[UUID]
+    journaled: int  # how many of its journal rows still exist
+
+
+@dataclass(frozen=True)
+class GraphEventAsk:
+    bank_id: str
+    message_ids: Sequence[str]
+    unit_ids: Sequence[UUID]
+    journal_ids: Sequence[UUID]
+
+
+async def graph_events_check(
+    conn: asyncpg.Connection, asks: Sequence[GraphEventAsk]
+) -> list[GraphEventCheck]:
+    """For a batch's graph events, in one round trip: each one's bank tombstone, forgotten
+    messages and facts, and surviving journal rows (a stream's batch holds one event per bank,
+    so one statement per event was most of the materializer's round trips)."""
+    if not asks:
+        return []
+
+    def flat(values: list[Sequence[object]]) -> tuple[list[int], list[object]]:
+        pairs = [(i, v) for i, vs in enumerate(values) for v in sorted(set(vs), key=str)]
+        return [i for i, _ in pairs], [v for _, v in pairs]
+
+    said = flat([a.message_ids for a in asks])
+    units = flat([a.unit_ids for a in asks])
+    journal = flat([a.journal_ids for a in asks])
+    rows = await conn.fetch(
         """
-        SELECT (SELECT coalesce(array_agg(message_id), '{}') FROM forgotten_messages
-                WHERE bank_id = $1 AND message_id = ANY($2::text[])) AS messages,
-               (SELECT coalesce(array_agg(unit_id), '{}') FROM forgotten_facts
-                WHERE bank_id = $1 AND unit_id = ANY($3::uuid[])) AS facts,
-               (SELECT count(*) FROM messages WHERE id = ANY($4::uuid[])) AS journaled
+        WITH ev AS (SELECT i, bank_id FROM unnest($1::text[]) WITH ORDINALITY AS e(bank_id, i)),
+        said AS (SELECT * FROM unnest($2::int[], $3::text[]) AS s(i, message_id)),
+        units AS (SELECT * FROM unnest($4::int[], $5::uuid[]) AS u(i, unit_id)),
+        journal AS (SELECT * FROM unnest($6::int[], $7::uuid[]) AS j(i, id))
+        SELECT ev.i,
+               d.deleted_at,
+               (SELECT coalesce(array_agg(f.message_id), '{}') FROM said s
+                JOIN forgotten_messages f ON f.bank_id = ev.bank_id AND f.message_id = s.message_id
+                WHERE s.i = ev.i - 1) AS messages,
+               (SELECT coalesce(array_agg(f.unit_id), '{}') FROM units u
+                JOIN forgotten_facts f ON f.bank_id = ev.bank_id AND f.unit_id = u.unit_id
+                WHERE u.i = ev.i - 1) AS facts,
+               (SELECT count(*) FROM journal j JOIN messages m ON m.id = j.id WHERE j.i = ev.i - 1) AS journaled
+        FROM ev LEFT JOIN deleted_banks d ON d.id = ev.bank_id
+        ORDER BY ev.i
         """,
-        bank_id,
-        sorted(set(message_ids)),
-        list(set(unit_ids)),
-        list(set(journal_ids)),
+        [a.bank_id for a in asks],
+        *said,
+        *units,
+        *journal,
     )
-    return set(row["messages"]), set(row["facts"]), int(row["journaled"])
+    return [
+        GraphEventCheck(
+            deleted_at=r["deleted_at"],
+            forgotten_messages=set(r["messages"]),
+            forgotten_facts=set(r["facts"]),
+            journaled=int(r["journaled"]),
+        )
+        for r in rows
+    ]
 
 
 async def message_tombstones(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> list[asyncpg.Record]:

@@ -20,7 +20,6 @@ __all__ = [
     "due_for_redelivery",
     "journal_from_log",
     "journal_messages",
-    "journaled_count",
     "mark_processed",
     "mark_published",
     "max_seq",
@@ -102,10 +101,6 @@ async def journal_from_log(conn: asyncpg.Connection | asyncpg.Pool, event: Messa
         attempts=row["attempts"] or 0,
         parked=bool(row["parked"]),
     )
-
-
-async def journaled_count(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequence[UUID]) -> int:
-    return await conn.fetchval("SELECT count(*) FROM messages WHERE id = ANY($1::uuid[])", list(set(ids)))
 
 
 async def mark_published(

@@ -17,6 +17,7 @@ from tempr.agents.materialize_graph import (
     BatchWrites,
     ChunkNearDuplicates,
     apply_event,
+    apply_events,
     same_statement_stored,
 )
 from tempr.agents.resolve_entities import resolve_bank_batch, resolve_batches
@@ -31,7 +32,17 @@ from tempr.schemas.events import (
     ResolvedEntity,
     UnitEntity,
 )
-from tempr.store import graph_context, links, memories, messages, replay, vector_indexes
+from tempr.store import (
+    banks,
+    forget,
+    graph_context,
+    links,
+    memories,
+    messages,
+    replay,
+    vector_indexes,
+    watermarks,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -400,3 +411,62 @@ def _facts_event(bank_id: str, embeddings: list[list[float]], minutes: int) -> F
         for i, embedding in enumerate(embeddings)
     ]
     return FactsEvent(bank_id=bank_id, chunk_id=uuid.uuid4(), message_event_ids=[], facts=facts)
+
+
+async def test_a_batchs_checks_are_one_read_yet_each_event_is_judged_on_its_own_bank(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    """Deleted banks, forgotten messages and facts, and journal rows are read once for a whole
+    batch; a forgotten message or a tombstone in one bank must not touch another bank's event."""
+    live, gone, other = bank, f"{bank}-gone", f"{bank}-other"
+    said, lost = _journal_row(live, 1), _journal_row(other, 1)
+    kept, cites_forgotten = _fact("Ann sings."), _fact("Ann hums.", minutes=1)
+    cites_forgotten.source_message_ids = ["m9"]
+    kept.source_message_ids = ["m1"]
+    late, forgotten_fact = _fact("Ben drums.", minutes=2), _fact("Ben naps.", minutes=3)
+    late.source_message_ids = forgotten_fact.source_message_ids = ["m9"]  # m9 is forgotten in `live` only
+    stale = _fact("Cy plays bass.")
+
+    def event(bank_id: str, facts: list[ExtractedFact], journal: list[MessageEvent]) -> GraphEvent:
+        return GraphEvent(
+            bank_id=bank_id,
+            chunk_id=uuid.uuid4(),
+            message_event_ids=[m.event_id for m in journal],
+            chunk_text=" ".join(f.text for f in facts),
+            facts=facts,
+        )
+
+    batch = [
+        event(live, [kept, cites_forgotten], [said]),
+        event(gone, [stale], [_journal_row(gone, 1)]),  # its journal row went with the bank
+        event(other, [late, forgotten_fact], [lost]),
+    ]
+    async with db.acquire() as conn, conn.transaction():
+        await messages.journal_messages(conn, [said, lost])
+        await conn.execute("INSERT INTO forgotten_messages (bank_id, message_id) VALUES ($1, 'm9')", live)
+        await banks.ensure_banks(conn, [other])
+        await forget.tombstone_facts(conn, other, [forgotten_fact.fact_id], reason="forgotten")
+        await banks.record_tombstone(conn, gone, None)
+    async with db.acquire() as conn, conn.transaction():
+        later = BatchWrites()
+        assert await apply_events(conn, batch, later) == [True, False, True]
+        await later.flush(conn)
+    stored = {
+        r["bank_id"]: r["ids"]
+        for r in await db.fetch(
+            "SELECT bank_id, array_agg(id) AS ids FROM memory_units WHERE bank_id = ANY($1::text[]) GROUP BY 1",
+            [live, gone, other],
+        )
+    }
+    assert {b: set(ids) for b, ids in stored.items()} == {live: {kept.fact_id}, other: {late.fact_id}}
+    assert await db.fetchval("SELECT count(*) FROM banks WHERE id = $1", gone) == 0
+    async with db.acquire() as conn:
+        assert await _processed(conn, said) and await _processed(conn, lost)
+
+
+async def test_watermarks_of_a_batch_only_rise(db: asyncpg.Pool, bank: str) -> None:
+    async with db.acquire() as conn:
+        await watermarks.advance_watermarks(conn, {(bank, "g", 0): 7, (bank, "g", 1): 3})
+        await watermarks.advance_watermarks(conn, {(bank, "g", 0): 5, (bank, "g", 1): 4})
+        rows = await conn.fetch('SELECT partition, "offset" FROM watermarks WHERE bank_id = $1', bank)
+    assert {r["partition"]: r["offset"] for r in rows} == {0: 7, 1: 4}
