@@ -82,7 +82,9 @@ class StageSpec:
     accepts: tuple[type[BaseModel], ...]
     emits: tuple[type[BaseModel], ...] = ()
     batch: int = 1
-    within: float = 0.2
+    # Longest wait for a batch to fill before what came is processed; None: the worker's
+    # `batch_wait_s` (the ingest path's latency knob), a number: the stage's own.
+    within: float | None = None
     # Records of other types: dead-lettered, or skipped when another stage on the same topic
     # owns them (the materializer letters what nobody can read on the graph topic).
     foreign: Literal["dead_letter", "skip"] = "dead_letter"
@@ -241,7 +243,8 @@ async def run_stage(
             acks.arrived(event)
             await one_batch([event], acks)
     else:
-        async for events in stream.take_events(spec.batch, within=spec.within):
+        within = ctx.settings.batch_wait_s if spec.within is None else spec.within
+        async for events in stream.take_events(spec.batch, within=within):
             await one_batch(events, stream)
 
 

@@ -99,6 +99,10 @@ class Settings(BaseSettings):
     chunk_max_turns: int = Field(default=8, ge=1)
     chunk_max_chars: int = Field(default=4000, ge=200)
     chunk_idle_s: float = Field(default=0.5, gt=0)
+    # How long a batched ingest stage (extract, resolve, materialize) waits for its batch to
+    # fill. Under a backlog batches fill at once; at a live stream's pace every stage waited its
+    # whole window, 0.2-0.3 s each, for company that mostly came in one burst anyway.
+    batch_wait_s: float = Field(default=0.05, gt=0, le=5)
 
     # Durability: journal entries not materialized after this long are re-published.
     redeliver_after_s: float = Field(default=120.0, gt=0)
