@@ -18,6 +18,10 @@ slope of a line fitted to the second half of the run, against the send rate); re
 recallable for one retain a second (``--probe-every``): the time from sending it until a recall
 with ``after`` = its consistency token answers; then, after the backlog drains, per bank the
 messages journaled and materialized and the facts stored, against turns sent.
+
+The stack is `tempr up`'s embedded one, configured by the environment like it:
+``TEMPR_BROKER=kafka`` streams through Apache Kafka instead of Tansu (``TEMPR_KAFKA_CACHE``
+reuses an unpacked broker), ``TEMPR_BATCH_WAIT_S`` sets the ingest stages' batch window.
 """
 
 from __future__ import annotations
