@@ -19,7 +19,7 @@ import numpy as np
 
 from tempr.errors import UpstreamModelError
 from tempr.inference.coalesce import Coalescer
-from tempr.inference.onnx_encoder import OnnxEncoder, onnx_encoder_for
+from tempr.inference.onnx_encoder import OnnxEncoder, int8_encoder_for, onnx_encoder_for
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 if TYPE_CHECKING:
@@ -48,6 +48,10 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     async def aencode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def aencode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of search queries: compared with stored vectors, never stored themselves."""
+        ...
 
 
 def set_torch_threads(threads: int) -> None:
@@ -82,7 +86,13 @@ class LocalEmbedder:
     """
 
     def __init__(
-        self, model: str, *, batch_size: int = 64, device: str = "cpu", runtime: str = "onnx"
+        self,
+        model: str,
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        runtime: str = "onnx",
+        query_precision: str = "float32",
     ) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
@@ -94,11 +104,15 @@ class LocalEmbedder:
         self._model = SentenceTransformer(path, device=device)
         self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._together: tuple[asyncio.AbstractEventLoop, Coalescer[list[str], np.ndarray]] | None = None
+        self._together: dict[str, tuple[asyncio.AbstractEventLoop, Coalescer[list[str], np.ndarray]]] = {}
         self._onnx: OnnxEncoder | None = None
+        self._query_onnx: OnnxEncoder | None = None
         if runtime == "onnx" and device == "cpu":
             self._onnx = onnx_encoder_for(self._model, threads=torch.get_num_threads())
+        if self._onnx is not None and query_precision == "int8":
+            self._query_onnx = int8_encoder_for(self._model, self._onnx, threads=torch.get_num_threads())
         self.runtime = "onnx" if self._onnx else "torch"
+        self.query_precision = "int8" if self._query_onnx else "float32"
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
@@ -124,19 +138,37 @@ class LocalEmbedder:
             )
         return np.asarray(vectors, dtype=np.float32)
 
-    def _encode_each(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        vectors = self.encode([t for g in groups for t in g])
-        bounds = np.cumsum([len(g) for g in groups])[:-1]
-        return list(np.split(vectors, bounds))
+    def _encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if self._query_onnx is None:
+            return self.encode(texts)
+        with self._lock:
+            return self._query_onnx.encode(texts)
 
-    async def aencode(self, texts: Sequence[str]) -> np.ndarray:
+    def _each(self, encode: Any) -> Any:
+        def encode_each(groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+            vectors = encode([t for g in groups for t in g])
+            bounds = np.cumsum([len(g) for g in groups])[:-1]
+            return list(np.split(vectors, bounds))
+
+        return encode_each
+
+    async def _together_run(self, kind: str, texts: Sequence[str]) -> np.ndarray:
         """Concurrent callers (the API's recalls) that wait meanwhile are encoded in one pass."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         loop = asyncio.get_running_loop()
-        if self._together is None or self._together[0] is not loop:  # its lock and futures are a loop's
-            self._together = (loop, Coalescer(self._encode_each))
-        return await self._together[1].run(list(texts))
+        current = self._together.get(kind)
+        if current is None or current[0] is not loop:  # its lock and futures are a loop's
+            encode = self._encode_queries if kind == "queries" else self.encode
+            current = self._together[kind] = (loop, Coalescer(self._each(encode)))
+        return await current[1].run(list(texts))
+
+    async def aencode(self, texts: Sequence[str]) -> np.ndarray:
+        return await self._together_run("stored", texts)
+
+    async def aencode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """int8 when `query_precision` is and the model allows it (`int8_encoder_for`)."""
+        return await self._together_run("queries", texts)
 
 
 class RemoteEmbedder:
@@ -201,6 +233,9 @@ class RemoteEmbedder:
         # One pooled, thread-safe client for the process, as the local model runs in a thread too.
         return await asyncio.to_thread(self.encode, texts)
 
+    async def aencode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.aencode(texts)
+
 
 @lru_cache(maxsize=4)
 def get_embedder(
@@ -212,16 +247,20 @@ def get_embedder(
     device: str = "cpu",
     timeout_s: float = 60.0,
     runtime: str = "onnx",
+    query_precision: str = "float32",
 ) -> Embedder:
     """The process-wide embedder: remote when `base_url` is given, else a local model."""
     if base_url:
         return RemoteEmbedder(model, base_url, api_key=api_key, batch_size=batch_size, timeout_s=timeout_s)
-    return LocalEmbedder(model, batch_size=batch_size, device=device, runtime=runtime)
+    return LocalEmbedder(
+        model, batch_size=batch_size, device=device, runtime=runtime, query_precision=query_precision
+    )
 
 
-def embedder_from_settings(settings: Settings, model: str | None = None) -> Embedder:
+def embedder_from_settings(settings: Settings, model: str | None = None, *, queries: bool = True) -> Embedder:
     """The embedder the settings name (`model` overrides `TEMPR_EMBEDDING_MODEL`). Blocking:
-    loads a model or probes the endpoint, so async callers run it in a thread."""
+    loads a model or probes the endpoint, so async callers run it in a thread. ``queries=False``:
+    a process that only stores vectors (the worker) does not load the int8 query model."""
     key = settings.embedding_api_key
     return get_embedder(
         model or settings.embedding_model,
@@ -231,4 +270,5 @@ def embedder_from_settings(settings: Settings, model: str | None = None) -> Embe
         device=settings.model_device,
         timeout_s=settings.model_timeout_s,
         runtime=settings.embedding_runtime,
+        query_precision=settings.query_embedding_precision if queries else "float32",
     )

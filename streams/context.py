@@ -48,7 +48,8 @@ class WorkerContext:
         # on each release (3.6 % of the worker's samples in a live stream).
         self.pool = await create_pool(self.settings.database_url, max_size=5, reset_sessions=False)
         configure_torch_threads(self.settings.torch_threads, self.settings.worker_embedding_threads())
-        self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings)
+        # The worker stores vectors and never recalls: no int8 query model.
+        self.embedder = await asyncio.to_thread(embedder_from_settings, self.settings, queries=False)
         # Vectors that do not fit the column would send every fact to the DLQ: refuse to start.
         await check_embedding_model(self.pool, self.embedder.model_name, self.embedder.dimension)
         # Everything loaded so far lives as long as the worker: out of the collector's full passes.

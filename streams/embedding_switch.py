@@ -120,7 +120,7 @@ async def _switch(settings: Settings, dsn: str, embedder: Embedder) -> SwitchRep
 
 def switch_embedding_model(settings: Settings, model: str) -> SwitchReport:
     """Blocking: loads the model, starts the embedded Postgres when no database is configured."""
-    embedder = embedder_from_settings(settings, model)
+    embedder = embedder_from_settings(settings, model, queries=False)
     if settings.database_url:
         return asyncio.run(_switch(settings, settings.database_url, embedder))
     postgres = EmbeddedPostgres(settings.pg_dir)

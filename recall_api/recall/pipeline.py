@@ -212,7 +212,7 @@ async def _understand(
     if not question.needs_vector:
         return _Query(shape, window, question.keyword_text, without, None)
     texts = [req.query] if anchor is None else [req.query, anchor.event]
-    vectors = await embedder.aencode([*texts, without] if without else texts)
+    vectors = await embedder.aencode_queries([*texts, without] if without else texts)
     vector = blend(vectors[0], vectors[-1], cfg.query_as_asked_weight) if without else vectors[0]
     if anchor is not None:
         window = await _anchored(pool, shape, bank_id, anchor, vectors[1], now, cfg)
