@@ -152,6 +152,30 @@ async def test_temporal_last_spring_keeps_in_window_facts(db: asyncpg.Pool, bank
     assert result.ids[0] == inside[0].id  # relevance-first: the garden is closest to "spring"
 
 
+async def test_temporal_keeps_what_started_before_the_window_and_runs_into_it(
+    db: asyncpg.Pool, bank: str
+) -> None:
+    # The window is read as two index ranges (facts starting inside it; intervals that started
+    # before it): every fact overlapping it, from either side, and nothing else.
+    inside = [
+        Unit("I trained for the spring race.", occurred_start=day(2024, 2, 1), occurred_end=day(2024, 3, 20)),
+        Unit(
+            "I lived with my sister in Porto.", occurred_start=day(2023, 9, 1), occurred_end=day(2024, 9, 1)
+        ),
+        Unit("I ran the spring race.", occurred_start=day(2024, 4, 14)),
+    ]
+    outside = [
+        Unit("I took a winter course.", occurred_start=day(2023, 11, 1), occurred_end=day(2024, 2, 20)),
+        Unit("I planned a summer trip.", occurred_start=day(2024, 6, 10), occurred_end=day(2024, 7, 1)),
+        # An end before its start (a bad extraction): no overlap, as before the split.
+        Unit("I mixed up my spring dates.", occurred_start=day(2024, 4, 1), occurred_end=day(2024, 1, 1)),
+    ]
+    await insert_units(db, bank, inside + outside)
+    result = await arm(db, "temporal", bank, "What did I do last spring?")
+    assert set(result.ids) == {u.id for u in inside}
+    assert len(result.ids) == len(inside)  # an interval is not read twice
+
+
 async def test_temporal_in_june_2023(db: asyncpg.Pool, bank: str) -> None:
     june = Unit("We moved into the new flat.", occurred_start=day(2023, 6, 14))
     july = Unit("We bought a sofa.", occurred_start=day(2023, 7, 2))
