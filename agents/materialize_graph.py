@@ -261,24 +261,23 @@ async def apply_events(
     (nothing was written). What every event needs checked, and its bank created, is read and
     written once for the batch. With `later`, part of the writes wait there for the batch's
     `flush`; without, they are done here."""
-    graph = [e for e in events if isinstance(e, GraphEvent)]
-    checks = dict(
-        zip(map(id, graph), await forget.graph_events_check(conn, [_ask(e) for e in graph]), strict=True)
-    )
-    live = {id(e) for e in graph if not _stale_for_deleted_bank(e, checks[id(e)])}
-    await banks.ensure_banks(conn, (e.bank_id for e in graph if id(e) in live and e.correction_id is None))
+    graph = [(i, e) for i, e in enumerate(events) if isinstance(e, GraphEvent)]
+    found = await forget.graph_events_check(conn, [_ask(e) for _, e in graph])
+    # The live graph events' checks, by position in `events`; a deleted bank's event has none.
+    live = {i: c for (i, e), c in zip(graph, found, strict=True) if not _stale_for_deleted_bank(e, c)}
+    await banks.ensure_banks(conn, (e.bank_id for i, e in graph if i in live and e.correction_id is None))
     own = later or BatchWrites()
     applied: list[bool] = []
-    for event in events:
+    for i, event in enumerate(events):
         if isinstance(event, OpinionUpdate):
             await opinions.apply_opinion_update(conn, event)
-        elif id(event) not in live:
+        elif i not in live:
             applied.append(False)
             continue
         elif event.correction_id is not None:
             await apply_correction_event(conn, event, own)
         else:
-            check = checks[id(event)]
+            check = live[i]
             # A journal row missing under a live bank was forgotten: its text must not be stored again.
             keep_chunk = check.journaled == len(set(event.message_event_ids))
             await apply_graph_event(

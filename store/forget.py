@@ -301,7 +301,8 @@ async def graph_events_check(
         return []
 
     def flat(values: list[Sequence[object]]) -> tuple[list[int], list[object]]:
-        pairs = [(i, v) for i, vs in enumerate(values) for v in sorted(set(vs), key=str)]
+        # Numbered from 1, as WITH ORDINALITY numbers the events.
+        pairs = [(i, v) for i, vs in enumerate(values, start=1) for v in sorted(set(vs), key=str)]
         return [i for i, _ in pairs], [v for _, v in pairs]
 
     said = flat([a.message_ids for a in asks])
@@ -317,11 +318,11 @@ async def graph_events_check(
                d.deleted_at,
                (SELECT coalesce(array_agg(f.message_id), '{}') FROM said s
                 JOIN forgotten_messages f ON f.bank_id = ev.bank_id AND f.message_id = s.message_id
-                WHERE s.i = ev.i - 1) AS messages,
+                WHERE s.i = ev.i) AS messages,
                (SELECT coalesce(array_agg(f.unit_id), '{}') FROM units u
                 JOIN forgotten_facts f ON f.bank_id = ev.bank_id AND f.unit_id = u.unit_id
-                WHERE u.i = ev.i - 1) AS facts,
-               (SELECT count(*) FROM journal j JOIN messages m ON m.id = j.id WHERE j.i = ev.i - 1) AS journaled
+                WHERE u.i = ev.i) AS facts,
+               (SELECT count(*) FROM journal j JOIN messages m ON m.id = j.id WHERE j.i = ev.i) AS journaled
         FROM ev LEFT JOIN deleted_banks d ON d.id = ev.bank_id
         ORDER BY ev.i
         """,
