@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -104,7 +104,11 @@ class LocalEmbedder:
         self._model = SentenceTransformer(path, device=device)
         self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._together: dict[str, tuple[asyncio.AbstractEventLoop, Coalescer[list[str], np.ndarray]]] = {}
+        # One coalescer per encode function (stored vectors, questions), each bound to a loop.
+        self._together: dict[
+            Callable[[Sequence[str]], np.ndarray],
+            tuple[asyncio.AbstractEventLoop, Coalescer[list[str], np.ndarray]],
+        ] = {}
         self._onnx: OnnxEncoder | None = None
         self._query_onnx: OnnxEncoder | None = None
         if runtime == "onnx" and device == "cpu":
@@ -123,11 +127,7 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if self._onnx is not None:
-            step = self._batch_size
-            with self._lock:
-                return np.concatenate(
-                    [self._onnx.encode(texts[i : i + step]) for i in range(0, len(texts), step)]
-                )
+            return self._run_onnx(self._onnx, texts)
         with self._lock:
             vectors = self._model.encode(
                 list(texts),
@@ -138,37 +138,39 @@ class LocalEmbedder:
             )
         return np.asarray(vectors, dtype=np.float32)
 
-    def _encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        if self._query_onnx is None:
-            return self.encode(texts)
+    def _run_onnx(self, runner: OnnxEncoder, texts: Sequence[str]) -> np.ndarray:
+        step = self._batch_size
         with self._lock:
-            return self._query_onnx.encode(texts)
+            return np.concatenate([runner.encode(texts[i : i + step]) for i in range(0, len(texts), step)])
 
-    def _each(self, encode: Any) -> Any:
-        def encode_each(groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
-            vectors = encode([t for g in groups for t in g])
-            bounds = np.cumsum([len(g) for g in groups])[:-1]
-            return list(np.split(vectors, bounds))
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """`encode`, by the int8 model when there is one (`query_precision`)."""
+        if self._query_onnx is None or not texts:
+            return self.encode(texts)
+        return self._run_onnx(self._query_onnx, texts)
 
-        return encode_each
-
-    async def _together_run(self, kind: str, texts: Sequence[str]) -> np.ndarray:
+    async def _coalesced(
+        self, encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str]
+    ) -> np.ndarray:
         """Concurrent callers (the API's recalls) that wait meanwhile are encoded in one pass."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         loop = asyncio.get_running_loop()
-        current = self._together.get(kind)
+        current = self._together.get(encode)
         if current is None or current[0] is not loop:  # its lock and futures are a loop's
-            encode = self._encode_queries if kind == "queries" else self.encode
-            current = self._together[kind] = (loop, Coalescer(self._each(encode)))
+
+            def encode_each(groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+                vectors = encode([t for g in groups for t in g])
+                return list(np.split(vectors, np.cumsum([len(g) for g in groups])[:-1]))
+
+            current = self._together[encode] = (loop, Coalescer(encode_each))
         return await current[1].run(list(texts))
 
     async def aencode(self, texts: Sequence[str]) -> np.ndarray:
-        return await self._together_run("stored", texts)
+        return await self._coalesced(self.encode, texts)
 
     async def aencode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """int8 when `query_precision` is and the model allows it (`int8_encoder_for`)."""
-        return await self._together_run("queries", texts)
+        return await self._coalesced(self.encode_queries, texts)
 
 
 class RemoteEmbedder:

@@ -555,17 +555,14 @@ async def temporal_search(
     """
     where, params = compile_filters(filters, 7)
     t0, t1 = _T_START.format(a="u"), _T_END.format(a="u")
+    row = f"SELECT u.id, coalesce(1 - (u.embedding <=> $2), -1) AS score, {t0} AS t0, {t1} AS t1 FROM memory_units u"
     # Overlap (t0 <= end and t1 >= start) read as two index ranges (migrations/0014): facts that
     # start inside the window, and intervals that started before it and reach into it.
     sql = f"""
         WITH inwin AS (
-            SELECT u.id, coalesce(1 - (u.embedding <=> $2), -1) AS score, {t0} AS t0, {t1} AS t1
-            FROM memory_units u
-            WHERE u.bank_id = $1 AND {t0} BETWEEN $3 AND $4 AND {t1} >= $3{where}
+            {row} WHERE u.bank_id = $1 AND {t0} BETWEEN $3 AND $4 AND {t1} >= $3{where}
             UNION ALL
-            SELECT u.id, coalesce(1 - (u.embedding <=> $2), -1) AS score, {t0} AS t0, {t1} AS t1
-            FROM memory_units u
-            WHERE u.bank_id = $1 AND {t1} > {t0} AND {t0} < $3 AND {t1} >= $3{where}
+            {row} WHERE u.bank_id = $1 AND {t1} > {t0} AND {t0} < $3 AND {t1} >= $3{where}
         ),
         bucketed AS (
             SELECT id, score, t0, t1, least(greatest(width_bucket(
