@@ -45,7 +45,15 @@ from bench.locomo_data import (
 from bench.locomo_score import KS, MAX_TOKENS, Outcome, Ranked, aggregate, score_ranking
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
-__all__ = ["ALL_SYSTEMS", "BASELINES", "TEMPR_PRESETS", "main", "run_baseline", "run_evidence"]
+__all__ = [
+    "ALL_SYSTEMS",
+    "BASELINES",
+    "TEMPR_PRESETS",
+    "main",
+    "run_baseline",
+    "run_evidence",
+    "shared_encoder",
+]
 
 BATCH_SIZE = 200
 TEMPR_PRESETS = {
@@ -107,7 +115,7 @@ class CachedEncoder:
 _ENCODER: CachedEncoder | None = None
 
 
-def _encoder() -> CachedEncoder:
+def shared_encoder() -> CachedEncoder:
     global _ENCODER
     if _ENCODER is None:
         _ENCODER = CachedEncoder()
@@ -210,9 +218,9 @@ def _run_baselines(run: Run, sample: Sample, questions: Sequence[Question]) -> N
     if "bm25" in run.systems:
         run.add("bm25", run_baseline(BM25Ranker(texts), sample, questions))
     if "dense" in run.systems:
-        run.add("dense", run_baseline(DenseRanker(texts, _encoder()), sample, questions))
+        run.add("dense", run_baseline(DenseRanker(texts, shared_encoder()), sample, questions))
     if "hybrid" in run.systems:
-        ranker = HybridRanker(texts, [t.dia_id for t in sample.turns], _encoder())
+        ranker = HybridRanker(texts, [t.dia_id for t in sample.turns], shared_encoder())
         run.add("hybrid", run_baseline(ranker, sample, questions))
     if "evidence" in run.systems:
         run.add("evidence", run_evidence(sample, questions))
