@@ -22,14 +22,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.baselines import HybridRanker
-from bench.common import console, print_table, write_json
-from bench.locomo_data import CATEGORY_NAMES, DATA_DIR, Sample, conversation_paths, load_sample
+from bench.common import print_table, write_json
+from bench.kept_banks import add_kept_bank_args, over_kept_banks
+from bench.locomo_data import CATEGORY_NAMES, Sample
 from bench.locomo_retrieval import recall_once, shared_encoder
 from bench.locomo_score import MAX_TOKENS
 from bench.scoring import answer_recall, content_words, pack
@@ -144,22 +144,13 @@ def run(client: httpx.Client, sample: Sample, budget: int, preset: str) -> list[
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--url", required=True, help="a running server whose banks hold the conversations")
-    parser.add_argument(
-        "--data", type=Path, default=DATA_DIR, help=f"conversations folder (default {DATA_DIR})"
-    )
-    parser.add_argument("--conversations", default=None, help="comma-separated stems (default: all)")
+    add_kept_bank_args(parser)
     parser.add_argument("--budget", type=int, default=512, help="tokens packed (default 512)")
-    parser.add_argument("--preset", default="default")
-    parser.add_argument("--json", type=Path, default=None, help="write the summary here")
     args = parser.parse_args(argv)
 
-    outcomes: list[QuestionOutcome] = []
-    with httpx.Client(base_url=args.url, timeout=120.0) as client:
-        for path in conversation_paths(args.conversations, args.data):
-            sample = load_sample(path)
-            outcomes += run(client, sample, args.budget, args.preset)
-            console.print(f"  {sample.stem}: {len(outcomes)} questions so far")
+    outcomes = over_kept_banks(
+        args, lambda client, sample: run(client, sample, args.budget, args.preset), "questions"
+    )
     summary = summarize(outcomes)
     rows = [
         [

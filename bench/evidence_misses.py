@@ -24,13 +24,13 @@ import argparse
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.common import console, print_table, write_json
-from bench.locomo_data import CATEGORY_NAMES, DATA_DIR, Sample, conversation_paths, load_sample
+from bench.kept_banks import add_kept_bank_args, over_kept_banks
+from bench.locomo_data import CATEGORY_NAMES, Sample
 from bench.locomo_score import MAX_TOKENS
 from bench.scoring import turns_in_rank_order
 
@@ -164,22 +164,13 @@ def run(client: httpx.Client, sample: Sample, category: str, preset: str) -> lis
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--url", required=True, help="a running server whose banks hold the conversations")
-    parser.add_argument(
-        "--data", type=Path, default=DATA_DIR, help=f"conversations folder (default {DATA_DIR})"
-    )
-    parser.add_argument("--conversations", default=None, help="comma-separated stems (default: all)")
+    add_kept_bank_args(parser)
     parser.add_argument("--category", default="1", choices=sorted(CATEGORY_NAMES))
-    parser.add_argument("--preset", default="default")
-    parser.add_argument("--json", type=Path, default=None, help="write the summary here")
     args = parser.parse_args(argv)
 
-    placements: list[Placement] = []
-    with httpx.Client(base_url=args.url, timeout=120.0) as client:
-        for path in conversation_paths(args.conversations, args.data):
-            sample = load_sample(path)
-            placements += run(client, sample, args.category, args.preset)
-            console.print(f"  {sample.stem}: {len(placements)} evidence turns so far")
+    placements = over_kept_banks(
+        args, lambda client, sample: run(client, sample, args.category, args.preset), "evidence turns"
+    )
     summary = summarize_placements(placements)
     title = f"{CATEGORY_NAMES[args.category]}: {summary['turns']} evidence turns"
     for key, label in (
