@@ -27,15 +27,16 @@ from typing import Any
 import httpx
 
 from bench.baselines import HybridRanker
+from bench.baselines import dated as dated_turn
 from bench.common import print_table, write_json
 from bench.kept_banks import add_kept_bank_args, over_kept_banks
 from bench.locomo_data import CATEGORY_NAMES, Sample
 from bench.locomo_retrieval import recall_once, shared_encoder
 from bench.locomo_score import MAX_TOKENS
-from bench.scoring import answer_recall, content_words, pack
+from bench.scoring import answer_recall, content_words, content_words_of, pack
 from tempr.inference.tokens import count_tokens
 
-__all__ = ["PLACES", "QuestionOutcome", "dated", "place_missing_words", "summarize"]
+__all__ = ["PLACES", "QuestionOutcome", "dated", "judge", "place_missing_words", "summarize"]
 
 PLACES = ("below the cut", "not in 4,096 tokens")
 
@@ -45,8 +46,7 @@ def dated(result: Mapping[str, Any]) -> str:
     said = result.get("mentioned_at")
     if not said:
         return str(result["text"])
-    when = datetime.fromisoformat(str(said).replace("Z", "+00:00"))
-    return f"[{when.day} {when:%B %Y}] {result['text']}"
+    return dated_turn(datetime.fromisoformat(str(said).replace("Z", "+00:00")), None, str(result["text"]))
 
 
 def place_missing_words(
@@ -54,19 +54,12 @@ def place_missing_words(
 ) -> Counter[tuple[str, bool]]:
     """The answer's content words missing from ``packed``, each counted by where it is:
     (a place of `PLACES`, whether ``other`` (the baseline's packed texts) holds it)."""
-    have = _words(packed)
-    later = _words(deeper)
-    theirs = _words(other)
+    have = content_words_of(packed)
+    later = content_words_of(deeper)
+    theirs = content_words_of(other)
     return Counter(
         (PLACES[0] if word in later else PLACES[1], word in theirs) for word in content_words(answer) - have
     )
-
-
-def _words(texts: Iterable[str]) -> set[str]:
-    found: set[str] = set()
-    for text in texts:
-        found |= content_words(text)
-    return found
 
 
 @dataclass(frozen=True)
@@ -78,8 +71,8 @@ class QuestionOutcome:
     missing: Counter[tuple[str, bool]]
 
 
-def _packed(texts: Sequence[str], budget: int) -> list[str]:
-    counts = [count_tokens(t) for t in texts]
+def _packed(texts: Sequence[str], budget: int, counts: Sequence[int] | None = None) -> list[str]:
+    counts = counts if counts is not None else [count_tokens(t) for t in texts]
     return [texts[i] for i in pack(counts, budget)]
 
 
@@ -87,7 +80,8 @@ def judge(
     answer: str, category: str, results: Sequence[Mapping[str, Any]], hybrid: Sequence[str], budget: int
 ) -> QuestionOutcome | None:
     texts = [str(r["text"]) for r in results]
-    packed = _packed(texts, budget)
+    counts = [count_tokens(t) for t in texts]  # packed twice: at the budget and at 4,096
+    packed = _packed(texts, budget, counts)
     theirs = _packed(hybrid, budget)
     ours = answer_recall(answer, packed)
     if ours is None:
@@ -97,7 +91,7 @@ def judge(
         ours,
         answer_recall(answer, theirs) or 0.0,
         answer_recall(answer, _packed([dated(r) for r in results], budget)) or 0.0,
-        place_missing_words(answer, packed, _packed(texts, MAX_TOKENS), theirs),
+        place_missing_words(answer, packed, _packed(texts, MAX_TOKENS, counts), theirs),
     )
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "answer_recall",
     "cited_recall",
     "content_words",
+    "content_words_of",
     "distinct_turns",
     "pack",
     "packed_texts",
@@ -61,10 +62,15 @@ def answer_recall(answer: object, packed_texts: Iterable[str]) -> float | None:
     wanted = content_words(str(answer))
     if not wanted:
         return None
+    return len(wanted & content_words_of(packed_texts)) / len(wanted)
+
+
+def content_words_of(texts: Iterable[str]) -> set[str]:
+    """The content words of all ``texts`` together."""
     found: set[str] = set()
-    for text in packed_texts:
+    for text in texts:
         found |= content_words(text)
-    return len(wanted & found) / len(wanted)
+    return found
 
 
 def turns_in_rank_order(ranked_sources: Sequence[Iterable[str]], k: int) -> list[str]:
