@@ -37,7 +37,7 @@ import asyncpg
 import httpx
 import psutil
 
-from bench.common import console, free_port, print_table, summarize, wait_until, write_json
+from bench.common import console, free_port, print_table, retain_items, summarize, wait_until, write_json
 from tempr.streams.apache_kafka import cache_dir
 
 BROKERS = ("tansu", "kafka")
@@ -150,9 +150,7 @@ def _turns(bank: str, n: int, offset: int = 0) -> list[dict[str, Any]]:
 
 def _retain(url: str, bank: str, items: list[dict[str, Any]]) -> None:
     with httpx.Client(base_url=url, timeout=60) as client:
-        for start in range(0, len(items), 100):
-            r = client.post(f"/v1/banks/{bank}/memories", json={"items": items[start : start + 100]})
-            r.raise_for_status()
+        retain_items(client, bank, items, batch=100)
 
 
 def _pending(url: str) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "free_port",
     "percentile",
     "print_table",
+    "retain_items",
     "running_server",
     "start_supervisor",
     "summarize",
@@ -140,6 +141,18 @@ def wait_for_health(client: httpx.Client, *, timeout: float = 180.0) -> dict[str
 
     wait_until(healthy, timeout=timeout, interval=0.3, what="GET /health ok")
     return body
+
+
+def retain_items(
+    client: httpx.Client, bank: str, items: Sequence[Mapping[str, Any]], *, batch: int = 200
+) -> None:
+    """POST the items to the bank's memories in batches; any answer but 202 Accepted raises."""
+    for start in range(0, len(items), batch):
+        response = client.post(
+            f"/v1/banks/{bank}/memories", json={"items": list(items[start : start + batch])}
+        )
+        if response.status_code != 202:
+            raise RuntimeError(f"retain into {bank} failed: {response.status_code} {response.text}")
 
 
 def wait_until_materialized(client: httpx.Client, *, timeout: float = 1800.0) -> float:

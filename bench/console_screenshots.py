@@ -28,6 +28,7 @@ from bench.common import (
     REPO,
     embedded_settings,
     print_table,
+    retain_items,
     start_supervisor,
     summarize,
     wait_until,
@@ -52,11 +53,7 @@ def seed(url: str, sessions: int, bootstrap: str | None) -> None:
         api.put(
             f"/v1/banks/{BANK}", json={"name": "Caroline & Melanie", "background": "I remember their chats."}
         )
-        for start in range(0, len(items), 100):
-            assert (
-                api.post(f"/v1/banks/{BANK}/memories", json={"items": items[start : start + 100]}).status_code
-                == 202
-            )
+        retain_items(api, BANK, items, batch=100)
 
         def drained() -> bool:
             stats = api.get(f"/v1/banks/{BANK}/stats").json()

@@ -39,80 +39,24 @@ from typing import Any
 
 import asyncpg
 import httpx
-import psutil
 
 from bench.common import (
     console,
     embedded_settings,
     print_table,
+    retain_items,
     start_supervisor,
     wait_until_materialized,
     write_json,
 )
+from bench.cpu_meter import CpuMeter
 from bench.locomo_data import DATA_DIR, load_sample
 from bench.pg_activity import PgActivity
 from bench.profile_stacks import breakdown
 from bench.profile_timeline import timeline
 from tempr.agents.extract_facts import dated_text
-from tempr.settings import Settings
 
 __all__ = ["digest_diff", "main"]
-
-BATCH_SIZE = 200
-
-
-def _cpu_seconds(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            t = p.cpu_times()
-            total += t.user + t.system
-    return total
-
-
-def _postgres_procs(settings: Settings) -> list[psutil.Process]:
-    """This runtime's postmaster (its data directory is on its command line) and its backends."""
-    marker = str(settings.pg_dir)
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if marker in " ".join(p.info["cmdline"] or ()):
-                found += [p, *p.children(recursive=True)]
-    return found
-
-
-class CpuMeter:
-    """CPU seconds of the worker, the API, the embedded broker and Postgres between two snapshots."""
-
-    def __init__(self, supervisor: Any) -> None:
-        children = {c.name: psutil.Process(c.proc.pid) for c in supervisor.children}
-        self.groups = {"worker": [children["worker"]], "api": [children["api"]]}
-        broker = getattr(supervisor.broker, "_proc", None)  # the embedded broker's process
-        if broker is not None:
-            self.groups["broker"] = [psutil.Process(broker.pid)]
-        self.settings = supervisor.settings
-        self.start: dict[str, float] = {}
-
-    def _snapshot(self) -> dict[str, float]:
-        groups = dict(self.groups, postgres=_postgres_procs(self.settings))
-        return {name: _cpu_seconds(procs) for name, procs in groups.items()}
-
-    def begin(self) -> None:
-        self.start = self._snapshot()
-
-    def end(self) -> dict[str, float]:
-        now = self._snapshot()
-        # Postgres backends started mid-run count from zero: no baseline is missing for them.
-        return {name: now[name] - self.start.get(name, 0.0) for name in now}
-
-
-def _retain(client: httpx.Client, bank: str, items: list[dict[str, Any]]) -> None:
-    for offset in range(0, len(items), BATCH_SIZE):
-        response = client.post(
-            f"/v1/banks/{bank}/memories", json={"items": items[offset : offset + BATCH_SIZE]}
-        )
-        if response.status_code != 202:
-            raise RuntimeError(f"retain into {bank} failed: {response.status_code} {response.text}")
 
 
 async def _db_stats(url: str) -> dict[str, int]:
@@ -250,7 +194,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         s = supervisor.settings
         assert s.database_url
         with httpx.Client(base_url=f"http://{s.host}:{s.port}", timeout=120) as client:
-            _retain(client, "ingest-warmup", items[:2])
+            retain_items(client, "ingest-warmup", items[:2])
             wait_until_materialized(client, timeout=600)
             meter = CpuMeter(supervisor)
             db_before = asyncio.run(_db_stats(s.database_url))
@@ -263,7 +207,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             meter.begin()
             with PgActivity(s.database_url) if args.pg_activity else contextlib.nullcontext() as activity:
                 started = time.perf_counter()
-                _retain(client, sample.bank, items)
+                retain_items(client, sample.bank, items)
                 posted = time.perf_counter() - started
                 wait_until_materialized(client, timeout=3600)
                 seconds = time.perf_counter() - started
