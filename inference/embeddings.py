@@ -37,6 +37,13 @@ __all__ = [
 ]
 
 
+# A batch costs its size times its longest text. Stored facts run from ~20 to ~100 tokens, so
+# the extractor's batches of 64 in arrival order were 2.1x their real tokens (conv-26); sorted
+# by length in passes of 8, 1.1x, and ONNX Runtime embedded 2.2x the facts per second, with the
+# same vectors (bench/embedding_batches.py). Character length orders them well enough.
+_SORTED_BATCH = 8
+
+
 class EmbeddingServiceError(UpstreamModelError):
     """The embedding endpoint failed or answered something that is not embeddings."""
 
@@ -139,9 +146,17 @@ class LocalEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def _run_onnx(self, runner: OnnxEncoder, texts: Sequence[str]) -> np.ndarray:
-        step = self._batch_size
+        """The texts shortest first, `_SORTED_BATCH` at a time, each vector back in its text's
+        place: a batch is padded to its longest text, so few, similar lengths per pass."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        step = min(self._batch_size, _SORTED_BATCH)
         with self._lock:
-            return np.concatenate([runner.encode(texts[i : i + step]) for i in range(0, len(texts), step)])
+            parts = [
+                runner.encode([texts[i] for i in order[j : j + step]]) for j in range(0, len(order), step)
+            ]
+        vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+        vectors[order] = np.concatenate(parts)
+        return vectors
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """`encode`, by the int8 model when there is one (`query_precision`)."""

@@ -43,6 +43,19 @@ def test_onnx_vectors_equal_torch_vectors_one_by_one_and_batched(runtimes: dict[
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
 
 
+def test_texts_of_many_lengths_get_their_own_vectors_in_their_own_order(
+    runtimes: dict[str, LocalEmbedder],
+) -> None:
+    """Embedded shortest first a few at a time, each vector still lands in its text's row."""
+    texts = [f"{'Melanie painted a lake at sunrise. ' * (i % 7)}Item {i} of the batch." for i in range(23)]
+    texts[5], texts[17] = texts[17], texts[5]
+    together = runtimes["onnx"].encode(texts)
+    alone = np.concatenate([runtimes["onnx"].encode([t]) for t in texts])
+    assert together.shape == (23, runtimes["onnx"].dimension)
+    assert np.abs(together - alone).max() < 1e-5
+    assert np.abs(together - runtimes["torch"].encode(texts)).max() < 1e-5
+
+
 def test_the_graph_is_exported_once_and_reused(runtimes: dict[str, LocalEmbedder]) -> None:
     graphs: list[Path] = runtimes["graphs"]  # type: ignore[assignment]
     assert len(graphs) == 1 and graphs[0].stat().st_size > 10_000_000
