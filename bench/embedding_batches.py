@@ -8,12 +8,17 @@ with --url and --bank) with the packaged model four ways, alternated round by ro
 
 - `arrival/64`: each group in one pass, in arrival order (tempr before stop 28);
 - `sorted/N`: each group sorted by character length, N texts per pass;
+- `similar`: each group sorted, cut where a text is over 1.25 times its pass's first in length
+  (`similar_length_passes`, what `LocalEmbedder` does since stop 28);
 - `shipped`: `LocalEmbedder.encode` of each group, whatever it does now.
+
+`--stream` embeds the sustained-stream bench's one-sentence turns instead: texts of one length,
+where sorting has nothing to win and must not lose.
 
 It prints texts/s, CPU ms per text (this process), the padded tokens over the real ones, and
 the largest difference from the arrival-order vectors (they must agree within 1e-5).
 
-    python -m bench.embedding_batches [--conversations conv-26] [--url URL --bank BANK]
+    python -m bench.embedding_batches [--conversations conv-26 | --url URL --bank BANK | --stream]
                                       [--threads 2] [--rounds 3] [--json PATH]
 """
 
@@ -31,7 +36,8 @@ import numpy as np
 
 from bench.common import console, print_table, write_json
 from bench.locomo_data import DATA_DIR, load_sample
-from tempr.inference.embeddings import LocalEmbedder, set_torch_threads
+from bench.sustained_stream import turn_text
+from tempr.inference.embeddings import LocalEmbedder, set_torch_threads, similar_length_passes
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 __all__ = ["main", "padding_ratio", "passes"]
@@ -57,6 +63,8 @@ def padding_ratio(tokens: Sequence[int], plan: list[list[int]]) -> float:
 
 
 def _texts(args: argparse.Namespace) -> list[str]:
+    if args.stream:
+        return [f"User said: {turn_text(b, n)}" for n in range(1, 9) for b in range(GROUP)]
     if args.url:
         texts: list[str] = []
         with httpx.Client(base_url=args.url, timeout=60) as client:
@@ -79,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--conversations", default="conv-26")
     parser.add_argument("--url", default=None, help="a running server: embed a bank's stored facts instead")
     parser.add_argument("--bank", default="locomo-conv-26")
+    parser.add_argument("--stream", action="store_true", help="the sustained stream's one-sentence turns")
     parser.add_argument("--threads", type=int, default=2, help="ONNX threads (the worker's default: 2)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
@@ -106,6 +115,11 @@ def main(argv: list[str] | None = None) -> None:
 
     plans = {"arrival/64": passes(chars, GROUP, GROUP, by_length=False)}
     plans |= {f"sorted/{n}": passes(chars, GROUP, n, by_length=True) for n in (4, 8, 16, 32)}
+    plans["similar"] = [
+        p
+        for group in passes(chars, GROUP, GROUP, by_length=True)
+        for p in similar_length_passes(group, texts, GROUP)
+    ]
     ways: dict[str, Callable[[], np.ndarray]] = {name: planned(plan) for name, plan in plans.items()}
     ways["shipped"] = shipped
     reference = ways["arrival/64"]()

@@ -34,14 +34,34 @@ __all__ = [
     "get_embedder",
     "resolve_model_path",
     "set_torch_threads",
+    "similar_length_passes",
 ]
 
 
-# A batch costs its size times its longest text. Stored facts run from ~20 to ~100 tokens, so
-# the extractor's batches of 64 in arrival order were 2.1x their real tokens (conv-26); sorted
-# by length in passes of 8, 1.1x, and ONNX Runtime embedded 2.2x the facts per second, with the
-# same vectors (bench/embedding_batches.py). Character length orders them well enough.
-_SORTED_BATCH = 8
+# A pass costs its size times its longest text. Stored facts run from ~20 to ~100 tokens, so
+# the extractor's batches of 64 in arrival order ran 2.1-2.3x their real tokens (conv-26);
+# sorted and cut where a text is over a quarter longer than its pass's first, ~1.1x, and ONNX
+# Runtime embedded ~2.2x the facts per second, with the same vectors; texts of one length (a
+# live stream's one-sentence turns) stay in one pass (bench/embedding_batches.py). Characters
+# order them well enough.
+_PASS_GROWTH = 1.25
+
+
+def similar_length_passes(order: Sequence[int], texts: Sequence[str], most: int) -> list[list[int]]:
+    """``order`` (indexes of ``texts``, shortest first) cut into passes of at most ``most``,
+    a new one wherever a text is over `_PASS_GROWTH` times its pass's first in length."""
+    passes: list[list[int]] = []
+    for i in order:
+        current = passes[-1] if passes else None
+        if (
+            current is None
+            or len(current) >= most
+            or len(texts[i]) > _PASS_GROWTH * max(len(texts[current[0]]), 1)
+        ):
+            passes.append([i])
+        else:
+            current.append(i)
+    return passes
 
 
 class EmbeddingServiceError(UpstreamModelError):
@@ -146,13 +166,13 @@ class LocalEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def _run_onnx(self, runner: OnnxEncoder, texts: Sequence[str]) -> np.ndarray:
-        """The texts shortest first, `_SORTED_BATCH` at a time, each vector back in its text's
-        place: a batch is padded to its longest text, so few, similar lengths per pass."""
+        """The texts shortest first, in passes of similar length, each vector back in its
+        text's place: a pass is padded to its longest text."""
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        step = min(self._batch_size, _SORTED_BATCH)
         with self._lock:
             parts = [
-                runner.encode([texts[i] for i in order[j : j + step]]) for j in range(0, len(order), step)
+                runner.encode([texts[i] for i in p])
+                for p in similar_length_passes(order, texts, self._batch_size)
             ]
         vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         vectors[order] = np.concatenate(parts)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tempr.inference.embeddings import LocalEmbedder
+from tempr.inference.embeddings import LocalEmbedder, similar_length_passes
 from tempr.settings import PACKAGED_EMBEDDING_MODEL
 
 TEXTS = [
@@ -54,6 +54,15 @@ def test_texts_of_many_lengths_get_their_own_vectors_in_their_own_order(
     assert together.shape == (23, runtimes["onnx"].dimension)
     assert np.abs(together - alone).max() < 1e-5
     assert np.abs(together - runtimes["torch"].encode(texts)).max() < 1e-5
+
+
+def test_passes_hold_texts_of_similar_length_and_at_most_a_batch() -> None:
+    texts = ["a" * n for n in (10, 11, 12, 12, 20, 24, 25, 26, 100)]  # a new pass past 1.25x its first
+    assert similar_length_passes(range(9), texts, 64) == [[0, 1, 2, 3], [4, 5, 6], [7], [8]]
+    assert similar_length_passes(range(9), texts, 2) == [[0, 1], [2, 3], [4, 5], [6, 7], [8]]
+    same = ["I bought 3 kites."] * 70  # a live stream's turns: one pass per batch, as before
+    assert [len(p) for p in similar_length_passes(range(70), same, 64)] == [64, 6]
+    assert similar_length_passes([], [], 64) == []
 
 
 def test_the_graph_is_exported_once_and_reused(runtimes: dict[str, LocalEmbedder]) -> None:
