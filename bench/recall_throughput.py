@@ -9,9 +9,9 @@ recalls conv-26's questions in a loop for --seconds (default preset, budget mid)
 --bank conv-26 ingests the conversation through the whole pipeline instead (facts, links,
 entities, passage turns): the bank a user has, which recall reads more of per candidate.
 
-    python -m bench.recall_throughput [--bank synthetic|conv-26] [--runtimes torch,onnx] [--workers 1,2] [--clients 1,4,16]
-                                      [--admission 0,4,4,0] [--client httpx,aiohttp]
-                                      [--rates 0,32.5]
+    python -m bench.recall_throughput [--bank synthetic|conv-26] [--runtimes torch,onnx]
+                                      [--workers 1,2] [--clients 1,4,16] [--admission 0,4,4,0]
+                                      [--client httpx,aiohttp] [--rates 0,32.5]
                                       [--seconds 20] [--json PATH]
 
 --rates: 0 runs each client in a closed loop (the most the server does, and the latency at
