@@ -47,6 +47,17 @@ def test_questions_get_int8_vectors_close_to_the_float_ones(int8: LocalEmbedder)
     assert np.abs(queries - exact).max() > 1e-3  # really another model, not the float one
 
 
+def test_a_recalls_questions_run_in_one_pass_whatever_their_lengths(int8: LocalEmbedder) -> None:
+    """int8 quantizes activations per pass, so a question's vector depends on its companions;
+    a recall's texts keep the one pass they always had (stored texts are cut by length)."""
+    texts = [QUESTIONS[3], QUESTIONS[2]]  # 83 and 28 characters: two passes if cut by length
+    assert int8._query_onnx is not None
+    together = int8._query_onnx.encode(texts)
+    assert np.array_equal(int8.encode_queries(texts), together)
+    apart = np.concatenate([int8._query_onnx.encode([t]) for t in texts])
+    assert not np.array_equal(apart, together)  # the pass matters, which is why it is kept
+
+
 def test_what_is_stored_stays_float(int8: LocalEmbedder) -> None:
     stored = asyncio.run(int8.aencode(QUESTIONS))
     assert np.abs(stored - int8.encode(QUESTIONS)).max() < 1e-6
