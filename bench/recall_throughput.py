@@ -86,13 +86,18 @@ def _ingest(url: str) -> None:
         wait_until_materialized(client, timeout=1800)
 
 
+def _recall_body(questions: list[str], i: int) -> dict[str, Any]:
+    """The i-th recall of a loop over the questions, asked as of conv-26's last session."""
+    return {"query": questions[i % len(questions)], "query_timestamp": "2023-10-20T00:00:00Z"}
+
+
 async def _client(
     post: Poster, bank: str, questions: list[str], offset: int, until: float, latencies: list[float]
 ) -> int:
     errors = 0
     i = offset
     while time.monotonic() < until:
-        body = {"query": questions[i % len(questions)], "query_timestamp": "2023-10-20T00:00:00Z"}
+        body = _recall_body(questions, i)
         started = time.perf_counter()
         if await post(f"/v1/banks/{bank}/recall", body) == 200:
             latencies.append((time.perf_counter() - started) * 1000)
@@ -117,7 +122,7 @@ async def _paced_client(
         delay = due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        body = {"query": questions[i % len(questions)], "query_timestamp": "2023-10-20T00:00:00Z"}
+        body = _recall_body(questions, i)
         if await post(f"/v1/banks/{bank}/recall", body) == 200:
             latencies.append((time.perf_counter() - due) * 1000)
         else:
