@@ -12,6 +12,7 @@ entities, passage turns): the bank a user has, which recall reads more of per ca
     python -m bench.recall_throughput [--bank synthetic|conv-26] [--runtimes torch,onnx]
                                       [--workers 1,2] [--clients 1,4,16] [--admission 0,4,4,0]
                                       [--client httpx,aiohttp] [--rates 0,32.5]
+                                      [--presets default,no-passage]
                                       [--seconds 20] [--json PATH]
 
 --rates: 0 runs each client in a closed loop (the most the server does, and the latency at
@@ -86,18 +87,28 @@ def _ingest(url: str) -> None:
         wait_until_materialized(client, timeout=1800)
 
 
-def _recall_body(questions: list[str], i: int) -> dict[str, Any]:
+def _recall_body(questions: list[str], i: int, preset: str = "default") -> dict[str, Any]:
     """The i-th recall of a loop over the questions, asked as of conv-26's last session."""
-    return {"query": questions[i % len(questions)], "query_timestamp": "2023-10-20T00:00:00Z"}
+    return {
+        "query": questions[i % len(questions)],
+        "query_timestamp": "2023-10-20T00:00:00Z",
+        "preset": preset,
+    }
 
 
 async def _client(
-    post: Poster, bank: str, questions: list[str], offset: int, until: float, latencies: list[float]
+    post: Poster,
+    bank: str,
+    questions: list[str],
+    offset: int,
+    until: float,
+    latencies: list[float],
+    preset: str = "default",
 ) -> int:
     errors = 0
     i = offset
     while time.monotonic() < until:
-        body = _recall_body(questions, i)
+        body = _recall_body(questions, i, preset)
         started = time.perf_counter()
         if await post(f"/v1/banks/{bank}/recall", body) == 200:
             latencies.append((time.perf_counter() - started) * 1000)
@@ -113,6 +124,7 @@ async def _paced_client(
     questions: list[str],
     arrivals: Iterator[tuple[int, float]],
     latencies: list[float],
+    preset: str = "default",
 ) -> int:
     """One of N connections serving a shared schedule of arrivals: each recall is timed from
     when it was due, so a recall that waited for a free connection counts its wait (no
@@ -122,7 +134,7 @@ async def _paced_client(
         delay = due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        body = _recall_body(questions, i)
+        body = _recall_body(questions, i, preset)
         if await post(f"/v1/banks/{bank}/recall", body) == 200:
             latencies.append((time.perf_counter() - due) * 1000)
         else:
@@ -181,21 +193,25 @@ async def _drive(
     kind: str,
     meter: CpuMeter,
     rate: float = 0.0,
+    preset: str = "default",
 ) -> dict[str, Any]:
     """``clients`` connections, each recalling in a closed loop, or with ``rate`` > 0 serving
     Poisson arrivals at that many recalls per second between them."""
     async with _poster(kind, url, clients) as post:
         for q in questions[:4]:  # warm-up
-            await post(f"/v1/banks/{bank}/recall", {"query": q})
+            await post(f"/v1/banks/{bank}/recall", {"query": q, "preset": preset})
         latencies: list[float] = []
         meter.begin()
         started = time.monotonic()
         if rate > 0:
             arrivals = iter(enumerate(poisson_arrivals(rate, seconds, time.perf_counter())))
-            loops = [_paced_client(post, bank, questions, arrivals, latencies) for _ in range(clients)]
+            loops = [
+                _paced_client(post, bank, questions, arrivals, latencies, preset) for _ in range(clients)
+            ]
         else:
             loops = [
-                _client(post, bank, questions, k * 7, started + seconds, latencies) for k in range(clients)
+                _client(post, bank, questions, k * 7, started + seconds, latencies, preset)
+                for k in range(clients)
             ]
         errors = await asyncio.gather(*loops)
         elapsed = time.monotonic() - started
@@ -204,6 +220,7 @@ async def _drive(
     cpu_ms = {name: 1000 * v / requests for name, v in cpu.items()}
     server_ms = sum(v for name, v in cpu_ms.items() if name != "bench")
     return {
+        "preset": preset,
         "clients": clients,
         "client": kind,
         "offered_per_s": rate or None,
@@ -244,14 +261,20 @@ def run_workers(
             asyncio.run(_load(s.database_url, args.facts, args.cache))
         bank = REAL_BANK if args.bank == "conv-26" else BANK
         rows = []
-        cells = [(c, r, k) for c in args.clients for r in args.rates for k in args.client.split(",")]
-        for clients, rate, kind in cells:
+        cells = [
+            (c, r, k, p)
+            for c in args.clients
+            for r in args.rates
+            for k in args.client.split(",")
+            for p in args.presets.split(",")
+        ]
+        for clients, rate, kind, preset in cells:
             meter = CpuMeter(supervisor, include_self=True)
-            row = asyncio.run(_drive(url, bank, questions, clients, args.seconds, kind, meter, rate))
+            row = asyncio.run(_drive(url, bank, questions, clients, args.seconds, kind, meter, rate, preset))
             row |= {"workers": workers, "runtime": runtime, "admission": admission}
             cpu = ", ".join(f"{k} {v:.1f}" for k, v in row["cpu_ms_per_recall"].items())
             console.print(
-                f"[dim]{runtime}, {workers} workers, admission {admission}, {clients} {kind} clients, "
+                f"[dim]{preset}, {runtime}, {workers} workers, admission {admission}, {clients} {kind} clients, "
                 f"{f'{rate:g}/s offered' if rate else 'closed loop'}: "
                 f"{row['req_per_s']:.1f} req/s, p95 {row['p95_ms']:.0f} ms; CPU ms per recall: {cpu}[/dim]"
             )
@@ -284,6 +307,11 @@ def main(argv: list[str] | None = None) -> None:
         default="0",
         help="0: each client recalls in a closed loop; R > 0: Poisson arrivals of R recalls/s served by the clients",
     )
+    parser.add_argument(
+        "--presets",
+        default="default",
+        help="recall presets, alternated per cell in the order given (repeat to alternate: a,b,b,a)",
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="per (workers, clients) cell")
     parser.add_argument(
         "--bank",
@@ -307,8 +335,9 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print_table(
         f"Recall throughput, {'conv-26 ingested' if args.bank == 'conv-26' else f'bank of {args.facts} facts'}"
-        " (HTTP, default preset; 2 shared cores, noisy)",
+        " (HTTP, budget mid; 2 shared cores, noisy)",
         [
+            "preset",
             "runtime",
             "workers",
             "admission",
@@ -326,6 +355,7 @@ def main(argv: list[str] | None = None) -> None:
         ],
         [
             [
+                r["preset"],
                 r["runtime"],
                 r["workers"],
                 r["admission"],

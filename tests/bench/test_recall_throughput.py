@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bench.recall_throughput import _paced_client, _poster, poisson_arrivals
+from bench.recall_throughput import _client, _paced_client, _poster, poisson_arrivals
 
 
 def test_poisson_arrivals_keep_their_rate_and_window_and_repeat_with_the_seed() -> None:
@@ -34,6 +34,22 @@ async def test_a_recall_waiting_for_a_free_connection_counts_its_wait() -> None:
     assert errors == 1
     assert len(latencies) == 2
     assert latencies[0] >= 50 and latencies[1] >= 100  # the second waited for the first
+
+
+async def test_a_closed_loop_asks_each_question_in_turn_with_its_preset() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    async def post(path: str, body: dict[str, Any]) -> int:
+        bodies.append(body)
+        await asyncio.sleep(0.01)
+        return 200
+
+    latencies: list[float] = []
+    until = time.monotonic() + 0.1
+    errors = await _client(post, "b", ["q0", "q1", "q2"], 1, until, latencies, "no-passage")
+    assert errors == 0 and len(latencies) == len(bodies) >= 3
+    assert [b["query"] for b in bodies[:3]] == ["q1", "q2", "q0"]
+    assert {b["preset"] for b in bodies} == {"no-passage"}
 
 
 @pytest.mark.parametrize("kind", ["httpx", "aiohttp"])
