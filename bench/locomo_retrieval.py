@@ -66,6 +66,7 @@ TEMPR_PRESETS = {
     "tempr-no-rerank": "no-rerank",
     "tempr-no-name-blend": "no-name-blend",
     "tempr-semantic-only": "semantic-only",
+    "tempr-rerank-300": "rerank-300",
 }
 BASELINES = ("bm25", "dense", "hybrid", "evidence")
 ALL_SYSTEMS = ("tempr", *BASELINES, *(s for s in TEMPR_PRESETS if s != "tempr"))

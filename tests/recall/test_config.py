@@ -24,6 +24,7 @@ EXPECTED_PRESETS = {
     "semantic-only",
     "keyword-only",
     "unproven-keyword-cut",
+    "rerank-300",
 }
 
 
@@ -32,7 +33,7 @@ def test_defaults_follow_the_pipeline_constants() -> None:
     assert cfg.enabled_arms() == ARMS
     assert cfg.semantic_threshold == 0.3
     assert cfg.rrf_k == 60
-    assert cfg.rerank_max_candidates == 300
+    assert cfg.rerank_max_candidates == 200
     assert cfg.arm_boosts == {}
     assert (cfg.recency_alpha, cfg.temporal_alpha, cfg.proof_alpha) == (0.2, 0.2, 0.1)
     assert cfg.rerank is True
@@ -89,6 +90,7 @@ ABLATIONS = {
     "no-diversity": {"diversify_sources", "mmr_weight"},
     "no-name-blend": {"query_as_asked_weight", "keyword_without_names"},
     "unproven-keyword-cut": {"keyword_maxscore"},
+    "rerank-300": {"rerank_max_candidates"},
 }
 
 

@@ -192,7 +192,7 @@ async def test_trace_shape(db: asyncpg.Pool, api: httpx.Client, bank: str) -> No
     assert trace["arms"]["semantic"]["candidates"][0]["rank"] == 1
     assert set(trace["fused"]["top"][0]) == {"id", "rrf", "arms"}
     assert set(trace["rerank_prefilter"]) == {"kept", "dropped", "cap", "boosts", "composition"}
-    assert trace["rerank_prefilter"]["cap"] == 300
+    assert trace["rerank_prefilter"]["cap"] == 200
     # No cross-encoder here: relevance is the query-fact cosine plus the keyword score.
     assert trace["rerank"]["method"] == "cosine+keyword"
     assert set(trace["boosts"][0]) >= {"recency", "temporal", "proof", "final"}
