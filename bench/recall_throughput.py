@@ -198,8 +198,8 @@ async def _drive(
     """``clients`` connections, each recalling in a closed loop, or with ``rate`` > 0 serving
     Poisson arrivals at that many recalls per second between them."""
     async with _poster(kind, url, clients) as post:
-        for q in questions[:4]:  # warm-up
-            await post(f"/v1/banks/{bank}/recall", {"query": q, "preset": preset})
+        for i in range(4):  # warm-up
+            await post(f"/v1/banks/{bank}/recall", _recall_body(questions, i, preset))
         latencies: list[float] = []
         meter.begin()
         started = time.monotonic()
