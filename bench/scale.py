@@ -198,6 +198,13 @@ async def _keyword_searches(
     return out
 
 
+def turn_order(names: Sequence[str], question: int) -> list[str]:
+    """The variants in the order the ``question``-th question runs them: rotated by one each
+    question, so each runs first equally often."""
+    shift = question % len(names) if names else 0
+    return [*names[shift:], *names[:shift]]
+
+
 async def _recalls(
     pool: asyncpg.Pool,
     variants: dict[str, tuple[Embedder, bool, str]],
@@ -206,12 +213,15 @@ async def _recalls(
     now: datetime,
 ) -> dict[str, dict[str, Any]]:
     """Each question recalled once per variant (embedding runtime, arms started early or not, preset),
-    the variants alternated question by question so that the machine's load swings hit them alike."""
+    the variants alternated question by question so that the machine's load swings hit them alike,
+    and each variant first in turn (`turn_order`): the one after reads the pages the first just
+    read, so a fixed order would hand every cold read to the first."""
     latencies: dict[str, list[float]] = {r: [] for r in variants}
     stages: dict[str, dict[str, list[float]]] = {r: {} for r in variants}
     slow: dict[str, list[dict[str, Any]]] = {r: [] for r in variants}
     for i, q in enumerate(questions):
-        for name, (embedder, early, preset) in variants.items():
+        for name in turn_order(list(variants), i):
+            embedder, early, preset = variants[name]
             req = RecallRequest(query=q, trace=True, query_timestamp=now, preset=preset)
             started = time.perf_counter()
             response = await run_recall(
