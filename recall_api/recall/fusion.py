@@ -6,6 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from types import MappingProxyType
 from typing import TypeVar
 from uuid import UUID
@@ -41,12 +42,6 @@ class Candidate:
     def arms(self) -> tuple[str, ...]:
         return tuple(sorted(self.arm_ranks))
 
-    def best_effective_rank(self, arm_boosts: Mapping[str, float] = _NO_BOOSTS) -> float:
-        return min(
-            (rank / arm_boosts.get(arm, 1.0) for arm, rank in self.arm_ranks.items()),
-            default=math.inf,
-        )
-
 
 def _check_params(k: float, arm_boosts: Mapping[str, float]) -> None:
     if k < 0:
@@ -56,24 +51,18 @@ def _check_params(k: float, arm_boosts: Mapping[str, float]) -> None:
         raise ValueError(f"arm boosts must be positive and finite, got {bad}")
 
 
-def _collect_ranks(ranked_lists: Mapping[str, Sequence[UUID]]) -> dict[UUID, Candidate]:
-    candidates: dict[UUID, Candidate] = {}
+def _collect_ranks(ranked_lists: Mapping[str, Sequence[UUID]]) -> dict[int, Candidate]:
+    """The candidates by their UUID's integer: a UUID hashes in Python, an int natively, and
+    recall looks up ~600 hits here."""
+    candidates: dict[int, Candidate] = {}
     for arm, ids in ranked_lists.items():
         for rank, unit_id in enumerate(ids, start=1):
-            cand = candidates.setdefault(unit_id, Candidate(unit_id))
-            # An arm listing a unit twice keeps its best (first) position only.
-            cand.arm_ranks.setdefault(arm, rank)
+            cand = candidates.get(unit_id.int)
+            if cand is None:
+                candidates[unit_id.int] = Candidate(unit_id, {arm: rank})
+            elif arm not in cand.arm_ranks:  # an arm listing a unit twice keeps its first position
+                cand.arm_ranks[arm] = rank
     return candidates
-
-
-def _rrf_score(cand: Candidate, k: float, arm_boosts: Mapping[str, float]) -> float:
-    # fsum is exactly rounded, so equal sets of contributions give bit-identical sums
-    # whatever the arm order; that keeps ties real ties.
-    return math.fsum(1.0 / (k + rank / arm_boosts.get(arm, 1.0)) for arm, rank in cand.arm_ranks.items())
-
-
-def _sort_key(cand: Candidate, arm_boosts: Mapping[str, float]) -> tuple[float, float, int]:
-    return (-cand.fused_score, cand.best_effective_rank(arm_boosts), cand.unit_id.int)
 
 
 def fuse_candidates(
@@ -87,11 +76,20 @@ def fuse_candidates(
     rank), then to the lower UUID, so the order never depends on dict or set iteration.
     """
     _check_params(k, arm_boosts)
-    candidates = list(_collect_ranks(ranked_lists).values())
-    for cand in candidates:
-        cand.fused_score = _rrf_score(cand, k, arm_boosts)
-    candidates.sort(key=lambda c: _sort_key(c, arm_boosts))
-    return candidates
+    # One pass per candidate, sorted on plain tuples: recall fuses ~600 hits per request, and
+    # per-candidate generators and key callbacks were a few percent of the API's CPU.
+    keyed: list[tuple[float, float, int, Candidate]] = []
+    for key, cand in _collect_ranks(ranked_lists).items():
+        effective = [rank / arm_boosts.get(arm, 1.0) for arm, rank in cand.arm_ranks.items()]
+        # fsum is exactly rounded, so equal sets of contributions give bit-identical sums
+        # whatever the arm order; that keeps ties real ties. One term needs no summing.
+        if len(effective) == 1:
+            cand.fused_score = 1.0 / (k + effective[0])
+        else:
+            cand.fused_score = math.fsum([1.0 / (k + e) for e in effective])
+        keyed.append((-cand.fused_score, min(effective), key, cand))
+    keyed.sort(key=itemgetter(0, 1, 2))  # the unit id is unique: the Candidate is never compared
+    return [entry[3] for entry in keyed]
 
 
 def reciprocal_rank_fusion(
