@@ -19,14 +19,17 @@ __all__ = ["maintain_once", "maintenance_loop"]
 log = logging.getLogger(__name__)
 
 
-async def maintain_once(dsn: str, min_facts: int) -> list[str]:
+async def maintain_once(dsn: str, min_facts: int, *, build_memory_mb: int = 512) -> list[str]:
     """One pass; returns what changed, as readable lines. Its own connection: a build may
-    take minutes and must not hold a pool connection."""
+    take minutes and must not hold a pool connection. Its builds may use ``build_memory_mb``
+    of memory (`Settings.index_build_memory_mb`)."""
     conn = await connect(dsn)
     try:
         async with vector_indexes.maintenance_lock(conn) as held:
             if not held:
                 return []
+            # This session's only: the connection is closed after the pass.
+            await conn.execute("SELECT set_config('maintenance_work_mem', $1, false)", f"{build_memory_mb}MB")
             changes = [
                 f"{c.action} the vector index of {c.bank_id} ({c.facts} facts)"
                 for c in await vector_indexes.maintain(conn, min_facts=min_facts)
@@ -47,7 +50,11 @@ async def maintenance_loop(settings: Settings) -> None:
     while True:
         await asyncio.sleep(interval)
         try:
-            for change in await maintain_once(settings.database_url, settings.bank_index_min_facts):
+            for change in await maintain_once(
+                settings.database_url,
+                settings.bank_index_min_facts,
+                build_memory_mb=settings.index_build_memory_mb,
+            ):
                 log.info("maintenance: %s", change)
         except Exception:  # a failed build is retried next time; recall stays exact meanwhile
             log.exception("maintenance pass failed")

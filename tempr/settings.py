@@ -143,6 +143,10 @@ class Settings(BaseSettings):
     # are searched exactly.
     bank_index_min_facts: int = Field(default=10_000, ge=1)
     index_maintenance_interval_s: float = Field(default=60.0, ge=0)
+    # Postgres' maintenance_work_mem for the maintenance step's builds. A bank's HNSW graph
+    # (~2.1 kB per fact) built within it took 48-59 s for 100k facts; at Postgres' default
+    # 64 MB it spilled to disk and took 366-444 s (docs/benchmarks.md, "Stop 31").
+    index_build_memory_mb: int = Field(default=512, ge=64, le=1_048_576)
     # API processes (uvicorn workers); 0: one per two cores, at most 4. Each loads the
     # embedding model and runs torch on cores / workers threads.
     api_workers: int = Field(default=0, ge=0, le=64)

@@ -313,7 +313,13 @@ def maintain() -> None:
     settings = get_settings()
     if not settings.database_url:
         raise typer.BadParameter("TEMPR_DATABASE_URL is not set")
-    changes = asyncio.run(maintain_once(settings.database_url, settings.bank_index_min_facts))
+    changes = asyncio.run(
+        maintain_once(
+            settings.database_url,
+            settings.bank_index_min_facts,
+            build_memory_mb=settings.index_build_memory_mb,
+        )
+    )
     console.print("\n".join(changes) or "nothing to do (or another process is maintaining)")
 
 

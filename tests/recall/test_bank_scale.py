@@ -8,12 +8,14 @@ import asyncpg
 import numpy as np
 import pytest
 
+from tempr.recall_api.index_maintenance import maintain_once
 from tempr.recall_api.recall.arms import ArmContext, run_arm
 from tempr.recall_api.recall.arms.keyword import keyword_or_query
 from tempr.recall_api.recall.config import RecallConfig
 from tempr.store import keyword_stats, vector_indexes
 from tempr.store import recall as sql
 from tempr.store.bank_stats import bank_stats
+from tempr.streams.runtime import Supervisor
 from tests.recall.bankkit import Unit, embed, insert_link, insert_units
 
 pytestmark = pytest.mark.integration
@@ -109,6 +111,25 @@ async def test_maintenance_indexes_big_banks_and_drops_the_index_of_one_that_shr
         assert any(c.bank_id == bank and c.action == "dropped" for c in dropped)
         assert await conn.fetchval("SELECT to_regclass($1)", vector_indexes.bank_index_name(bank)) is None
     assert not (await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)).indexed
+
+
+async def test_the_maintenance_pass_builds_the_denser_graph_with_its_own_build_memory(
+    stack: Supervisor, db: asyncpg.Pool, bank: str
+) -> None:
+    # The API's pass (its own connection, the build memory set on it), not just `maintain`.
+    assert stack.settings.database_url
+    await insert_units(db, bank, _facts(30))
+    changes = await maintain_once(stack.settings.database_url, 30, build_memory_mb=96)
+    assert any(bank in change and change.startswith("built the vector index") for change in changes)
+    name = vector_indexes.bank_index_name(bank)
+    async with db.acquire() as conn:
+        options = await conn.fetchval("SELECT reloptions FROM pg_class WHERE relname = $1", name)
+        assert sorted(options) == ["ef_construction=256", "m=32"]
+        # The build's memory stayed with the pass's connection.
+        assert await conn.fetchval("SHOW maintenance_work_mem") != "96MB"
+    assert (await sql.bank_shape(db, bank, min_share=0.25, min_mentions=3)).indexed
+    async with db.acquire() as conn:
+        await vector_indexes.drop_bank_index(conn, bank)
 
 
 async def test_bounded_keyword_search_scores_like_the_unbounded_one_when_nothing_is_cut(
