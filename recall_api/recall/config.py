@@ -199,11 +199,12 @@ class RecallConfig(BaseModel):
     # A short index scan on a bank up to this size is retried exactly; beyond it the cost of
     # a full scan outweighs the rows a filtered HNSW pass may have missed.
     exact_fallback_max_units: int = Field(default=200_000, ge=0)
-    # HNSW ef_search = the limit, within these. At 300 (budget mid) one question of 60 in a
-    # 100k bank of the 1 M-row build fell into a wrong region of the graph: 0.06 of the exact
-    # top 50, no graph seed right. 400 and 500 recovered it (0.92, seeds 1.00) for +2-4 ms at
-    # the median, alternated per question; 500 leaves a margin (docs/benchmarks.md, "Scale").
-    ef_search_min: int = Field(default=500, ge=1)
+    # HNSW ef_search = the limit, within these. On graphs built at ef_construction 128 one
+    # question of 60 in a 100k bank fell into a wrong region at 300 (0.06 of the exact top 50),
+    # and the floor was 500. On ef_construction 256 graphs (store/vector_indexes.py) eight
+    # builds kept every question at 0.98 or more at 300 (1.00 at 500), and 300 took the 100k
+    # recall from 58 to 46 ms p50, alternated per question (docs/benchmarks.md, "Stop 31").
+    ef_search_min: int = Field(default=300, ge=1)
     ef_search_max: int = Field(default=1000, ge=1)
     keyword_max_terms: int = Field(default=64, ge=1)  # query words and their inflections
     # A bank with keyword statistics scores the facts of its rarest query terms, up to this
@@ -284,6 +285,9 @@ PRESETS: dict[str, RecallConfig] = {
     # The default reranking the reference system's 300 fused candidates instead of 200: on
     # LoCoMo +0.002 A@1024 for ~10-15 % more CPU per recall (docs/benchmarks.md, stop 29).
     "rerank-300": _default_with(rerank_max_candidates=300),
+    # The default scanning a big bank's HNSW graph at ef_search 500 at least, the floor before
+    # ef_construction 256 (stop 31), for side-by-side benchmarks.
+    "ef-500": _default_with(ef_search_min=500),
     # Dense-vector baseline with the reranker on top.
     "semantic-only": _only("semantic"),
     # Lexical baseline with the reranker on top.

@@ -25,6 +25,7 @@ EXPECTED_PRESETS = {
     "keyword-only",
     "unproven-keyword-cut",
     "rerank-300",
+    "ef-500",
 }
 
 
@@ -45,7 +46,7 @@ def test_defaults_follow_the_pipeline_constants() -> None:
     assert (cfg.query_as_asked_weight, cfg.ubiquitous_share) == (0.5, 0.25)
     assert cfg.ubiquitous_min_mentions == 3
     assert cfg.relevance == "cosine"
-    assert (cfg.ef_search_min, cfg.ef_search_max, cfg.keyword_max_terms) == (500, 1000, 64)
+    assert (cfg.ef_search_min, cfg.ef_search_max, cfg.keyword_max_terms) == (300, 1000, 64)
     assert (cfg.graph_seed_min_similarity, cfg.event_anchor_min_similarity) == (0.5, 0.5)
     assert (cfg.exact_fallback_max_units, cfg.event_before_days) == (200_000, 365.0)
 
@@ -91,6 +92,7 @@ ABLATIONS = {
     "no-name-blend": {"query_as_asked_weight", "keyword_without_names"},
     "unproven-keyword-cut": {"keyword_maxscore"},
     "rerank-300": {"rerank_max_candidates"},
+    "ef-500": {"ef_search_min"},
 }
 
 
