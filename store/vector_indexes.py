@@ -38,7 +38,7 @@ _LOCK_KEY = 0x7E3B_0016
 # default graph's top 50 at ef_search 300 overlapped an exact scan by 0.64 for one query,
 # (32, 128)'s by 0.94 (mean 0.998; docs/scaling.md). Builds vary: one (32, 128) graph left a
 # question's whole region out of reach, 0.18 of the exact top 50 at every ef_search up to
-# 1,000; at ef_construction 256 three builds gave 0.98 at 300 and 1.00 at 500, for
+# 1,000; at ef_construction 256 eight builds gave 0.98 at 300 and 1.00 at 500, for
 # ~1.2x the build time (docs/benchmarks.md, "Stop 31").
 _M = 32
 _EF_CONSTRUCTION = 256
