@@ -44,7 +44,7 @@ from tempr.recall_api.recall.arms.keyword import keyword_or_query
 from tempr.recall_api.recall.config import budget_to_limit, get_preset
 from tempr.recall_api.recall.pipeline import run_recall
 from tempr.schemas.recall import RecallRequest
-from tempr.settings import PACKAGED_EMBEDDING_MODEL
+from tempr.settings import PACKAGED_EMBEDDING_MODEL, Settings
 from tempr.store import keyword_bound
 from tempr.store import recall as sql
 from tempr.store.bank_stats import bank_stats
@@ -311,7 +311,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         await apply_migrations(dsn)
         if built.exists():  # --data-dir of an earlier run: measure the same table again
             build = json.loads(built.read_text())
-            for change in await maintain_once(dsn, args.index_min_facts):  # statistics of older code
+            # statistics of older code
+            for change in await maintain_once(dsn, args.index_min_facts, build_memory_mb=_build_memory_mb()):
                 console.print(f"[dim]{change}[/dim]")
         else:
             build = await _build(dsn, args, plans, sources, vectors)
@@ -336,13 +337,18 @@ async def _build(
     build = await load_banks(conn, plans, sources, vectors, seed=args.seed)
     await conn.execute("SET maintenance_work_mem = '512MB'")
     clock = time.perf_counter()
-    changes = await maintain_once(dsn, args.index_min_facts)
+    changes = await maintain_once(dsn, args.index_min_facts, build_memory_mb=_build_memory_mb())
     build["maintenance_s"] = time.perf_counter() - clock
     build["total_s"] = time.perf_counter() - started
     await conn.close()
     for change in changes:
         console.print(f"[dim]{change}[/dim]")
     return build
+
+
+def _build_memory_mb() -> int:
+    """The service's build memory (TEMPR_INDEX_BUILD_MEMORY_MB), so the bench builds as it does."""
+    return Settings().index_build_memory_mb
 
 
 def _embedder(variant: str) -> Embedder:

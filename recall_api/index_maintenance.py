@@ -19,7 +19,7 @@ __all__ = ["maintain_once", "maintenance_loop"]
 log = logging.getLogger(__name__)
 
 
-async def maintain_once(dsn: str, min_facts: int, *, build_memory_mb: int = 512) -> list[str]:
+async def maintain_once(dsn: str, min_facts: int, *, build_memory_mb: int) -> list[str]:
     """One pass; returns what changed, as readable lines. Its own connection: a build may
     take minutes and must not hold a pool connection. Its builds may use ``build_memory_mb``
     of memory (`Settings.index_build_memory_mb`)."""
